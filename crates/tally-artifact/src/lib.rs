@@ -1,0 +1,1 @@
+//! tally-artifact: see docs/ARCHITECTURE.md.

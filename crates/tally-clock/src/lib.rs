@@ -1,0 +1,1 @@
+//! tally-clock: see docs/ARCHITECTURE.md.

@@ -1,0 +1,46 @@
+//! The event model of tally: correlation events exactly as stormlog 0.4.3
+//! defines them, and the resource-profile types of vertebrae 1.1.0.
+//!
+//! This crate is plain data and validation. It does no I/O and knows no file
+//! format beyond one JSON record: reading and writing artifacts is
+//! `tally-artifact`'s job. Every constructor and every deserializer checks
+//! the model's rules, so an invalid value cannot exist after construction.
+//!
+//! ```
+//! use serde_json::json;
+//! use tally_core::{parse_inference_record, InferenceRecord};
+//! let bad = json!({
+//!     "schema_version": 2, "event_type": "infer.iteration", "event_id": "e1",
+//!     "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
+//!                 "clock_domain": "host", "clock_kind": "monotonic",
+//!                 "collection_mode": "active", "provenance": "observed"},
+//!     "iteration_ref": {"producer_id": "p", "id": "it-1"},
+//!     "start_ns": 250, "end_ns": 100
+//! });
+//! let error = parse_inference_record(bad).unwrap_err();
+//! assert_eq!(error.to_string(), "end_ns must be >= start_ns");
+//! ```
+
+mod context;
+mod error;
+mod event;
+mod fields;
+mod intervals;
+mod json_eq;
+pub mod profile;
+mod record;
+mod span;
+mod text;
+
+pub use context::{ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance};
+pub use error::ValidationError;
+pub use event::{
+    ACTIVITY_INTERVALS_SCHEMA_VERSION, ActivityDomain, ActivityRef, ArtifactIdentity, BusyIntervals,
+    CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION, Capabilities, ClockAlignment,
+    CorrelationEvent, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership, Metadata,
+    Request, Stage, TokenCounts,
+};
+pub use json_eq::python_json_eq;
+pub use record::{parse_inference_record, parse_record_map, record_schema_version};
+pub use span::{Interval, Span};
+pub use text::NonEmptyString;

@@ -1,0 +1,2 @@
+//! Resource-profile types (vertebrae's interchange format). Filled in by the
+//! profiler issue.

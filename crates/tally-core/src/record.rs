@@ -1,0 +1,336 @@
+//! Embedded JSON records (schema 1, 2 and 3) to events and back, with
+//! stormlog's `parse_inference_record` rules.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::event::{
+    ACTIVITY_INTERVALS_SCHEMA_VERSION, CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION,
+};
+use crate::fields::{Fields, json_integer};
+use crate::{
+    ActivityDomain, ActivityRef, ArtifactIdentity, Capabilities, ClockAlignment, CorrelationContext,
+    CorrelationEvent, EntityRef, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership,
+    Metadata, NonEmptyString, Request, Span, Stage, TokenCounts, ValidationError,
+};
+
+/// The `schema_version` of a record: 1 when absent, an error when not an
+/// integer (booleans included).
+pub fn record_schema_version(record: &Map<String, Value>) -> Result<i128, ValidationError> {
+    match record.get("schema_version") {
+        None => Ok(1),
+        Some(value) => json_integer(value)
+            .ok_or_else(|| ValidationError::new("schema_version", "schema_version must be an integer")),
+    }
+}
+
+/// Parses one embedded record (schema 1, 2 or 3), as stormlog's
+/// `parse_inference_record` does: v1 records are kept opaque, v2/v3 records
+/// are validated completely. A v4 row needs its artifact's context
+/// definitions; `tally-artifact` expands it first.
+///
+/// ```
+/// use serde_json::json;
+/// use tally_core::{parse_inference_record, EventType};
+/// let record = json!({
+///     "schema_version": 2, "event_type": "infer.iteration", "event_id": "e1",
+///     "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
+///                 "clock_domain": "host", "clock_kind": "monotonic",
+///                 "collection_mode": "active", "provenance": "observed"},
+///     "iteration_ref": {"producer_id": "p", "id": "it-1"},
+///     "start_ns": 100, "end_ns": 250
+/// });
+/// let event = parse_inference_record(record).unwrap();
+/// assert_eq!(event.as_event().unwrap().event_type(), EventType::Iteration);
+/// assert_eq!(event.as_event().unwrap().elapsed_ns(), Some(150));
+/// ```
+pub fn parse_inference_record(record: Value) -> Result<InferenceRecord, ValidationError> {
+    let Value::Object(record) = record else {
+        return Err(ValidationError::new("record", "record must be an object"));
+    };
+    parse_record_map(record, |map| {
+        let context = map.remove("context").unwrap_or(Value::Null);
+        CorrelationContext::from_json(context).map(Arc::new)
+    })
+}
+
+/// Like [`parse_inference_record`], with the context supplied by the caller
+/// (a reader that interns contexts, or a v4 decoder); `context_of` receives
+/// the record and must remove and return its context.
+pub fn parse_record_map(
+    mut record: Map<String, Value>,
+    context_of: impl FnOnce(&mut Map<String, Value>) -> Result<Arc<CorrelationContext>, ValidationError>,
+) -> Result<InferenceRecord, ValidationError> {
+    let version = record_schema_version(&record)?;
+    if version == i128::from(CONTEXT_REFERENCE_SCHEMA_VERSION) {
+        return Err(ValidationError::new(
+            "schema_version",
+            "v4 requires load_inference_artifact or a sequence decoder",
+        ));
+    }
+    let event_type = match record.get("event_type") {
+        Some(Value::String(text)) if text.starts_with("infer.") => text.clone(),
+        _ => return Err(ValidationError::new("event_type", "event_type must name an inference event")),
+    };
+    if version == 1 {
+        return Ok(InferenceRecord::Legacy(LegacyRecord::new(record)));
+    }
+    let allowed: &[i128] = if event_type == EventType::ActivityRef.as_str() {
+        &[CORRELATION_SCHEMA_VERSION as i128, ACTIVITY_INTERVALS_SCHEMA_VERSION as i128]
+    } else {
+        &[CORRELATION_SCHEMA_VERSION as i128]
+    };
+    if !allowed.contains(&version) {
+        return Err(ValidationError::new(
+            "schema_version",
+            format!("unsupported inference schema_version: {version}"),
+        ));
+    }
+    let event_type = EventType::parse(&event_type).map_err(|_| {
+        ValidationError::new("event_type", format!("unsupported inference event_type: {event_type}"))
+    })?;
+    record.remove("schema_version");
+    record.remove("event_type");
+    if !matches!(record.get("context"), Some(Value::Object(_))) {
+        return Err(ValidationError::new("context", "context must be an object"));
+    }
+    let context = context_of(&mut record)?;
+    let event = parse_event(event_type, context, record)?;
+    check_declared_version(&event, version)?;
+    Ok(InferenceRecord::Event(event))
+}
+
+fn check_declared_version(event: &CorrelationEvent, version: i128) -> Result<(), ValidationError> {
+    let actual = event.schema_version();
+    if i128::from(actual) == version {
+        return Ok(());
+    }
+    let event_type = event.event_type();
+    let message = if version == i128::from(ACTIVITY_INTERVALS_SCHEMA_VERSION) {
+        format!("{event_type} schema_version {version} requires metadata.intervals")
+    } else {
+        format!("{event_type} with metadata.intervals requires schema_version {actual}")
+    };
+    Err(ValidationError::new("schema_version", message))
+}
+
+fn tokens(fields: &mut Fields) -> Result<TokenCounts, ValidationError> {
+    Ok(TokenCounts {
+        input_tokens: fields.optional_u64("input_tokens")?,
+        output_tokens: fields.optional_u64("output_tokens")?,
+        kv_bytes: fields.optional_u64("kv_bytes")?,
+    })
+}
+
+fn span(fields: &mut Fields, start: &'static str, end: &'static str) -> Result<Span, ValidationError> {
+    let start_ns = fields.optional_u64(start)?;
+    let end_ns = fields.optional_u64(end)?;
+    Span::new(start_ns, end_ns)
+}
+
+fn parse_event(
+    event_type: EventType,
+    context: Arc<CorrelationContext>,
+    record: Map<String, Value>,
+) -> Result<CorrelationEvent, ValidationError> {
+    let mut fields = Fields::new(record);
+    let event_id = fields.required_string("event_id")?;
+    let metadata = match fields.take("metadata") {
+        None => Metadata::default(),
+        Some(Value::Object(map)) => Metadata::new(map),
+        Some(_) => return Err(ValidationError::new("metadata", "metadata must be an object")),
+    };
+    let body = match event_type {
+        EventType::Artifact => EventBody::Artifact(ArtifactIdentity {
+            artifact_kind: fields.required_string("artifact_kind")?,
+            created_at_ns: fields.required_u64("created_at_ns")?,
+        }),
+        EventType::Request => EventBody::Request(Request {
+            request_ref: fields.required_ref("request_ref")?,
+            attempt_ref: fields.optional_ref("attempt_ref")?,
+            backend_request_ref: fields.optional_ref("backend_request_ref")?,
+            span: span(&mut fields, "start_ns", "end_ns")?,
+            status: fields.optional_string("status")?,
+            tokens: tokens(&mut fields)?,
+        }),
+        EventType::Iteration => EventBody::Iteration(Iteration {
+            iteration_ref: fields.required_ref("iteration_ref")?,
+            batch_ref: fields.optional_ref("batch_ref")?,
+            span: span(&mut fields, "start_ns", "end_ns")?,
+        }),
+        EventType::Stage => EventBody::Stage(Stage {
+            stage_ref: fields.required_ref("stage_ref")?,
+            name: fields.required_string("name")?,
+            request_ref: fields.optional_ref("request_ref")?,
+            iteration_ref: fields.optional_ref("iteration_ref")?,
+            span: span(&mut fields, "start_ns", "end_ns")?,
+            tokens: tokens(&mut fields)?,
+        }),
+        EventType::Membership => EventBody::Membership(Membership {
+            request_ref: fields.required_ref("request_ref")?,
+            iteration_ref: fields.required_ref("iteration_ref")?,
+            role: fields.required_string("role")?,
+            attempt_ref: fields.optional_ref("attempt_ref")?,
+            tokens: tokens(&mut fields)?,
+        }),
+        EventType::ActivityRef => EventBody::ActivityRef(parse_activity(&mut fields)?),
+        EventType::Capabilities => {
+            let component = fields.required_string("component")?;
+            let available = fields.required_bool("available")?;
+            let supported = fields.name_list("supported")?;
+            let enabled = fields.name_list("enabled")?;
+            let collected = fields.name_list("collected")?;
+            EventBody::Capabilities(Capabilities::new(component, available, supported, enabled, collected)?)
+        }
+        EventType::ClockAlignment => EventBody::ClockAlignment(ClockAlignment {
+            from_clock_domain: fields.required_string("from_clock_domain")?,
+            to_clock_domain: fields.required_string("to_clock_domain")?,
+            offset_ns: fields.required_i64("offset_ns")?,
+            uncertainty_ns: fields.required_u64("uncertainty_ns")?,
+            validity: span(&mut fields, "valid_from_ns", "valid_to_ns")?,
+        }),
+    };
+    fields.finish(event_type.as_str())?;
+    CorrelationEvent::new(context, event_id, metadata, body)
+}
+
+fn parse_activity(fields: &mut Fields) -> Result<ActivityRef, ValidationError> {
+    let activity_ref = fields.required_ref("activity_ref")?;
+    let activity_kind = fields.required_string("activity_kind")?;
+    let linked = fields.required_choice(
+        "attribution_status",
+        &["unresolved", "linked"],
+        "attribution_status must be linked or unresolved",
+    )? == 1;
+    let activity_domain = ActivityDomain::from_index(fields.defaulted_choice(
+        "activity_domain",
+        &["gpu", "runtime", "cpu", "unknown"],
+        3,
+        "activity_domain must be gpu, runtime, cpu, or unknown",
+    )?);
+    let iteration_ref = fields.optional_ref("iteration_ref")?;
+    if iteration_ref.is_some() != linked {
+        return Err(ValidationError::new(
+            "attribution_status",
+            "attribution_status must match the iteration link",
+        ));
+    }
+    Ok(ActivityRef {
+        activity_ref,
+        activity_kind,
+        activity_domain,
+        iteration_ref,
+        correlation_scope: fields.optional_ref("correlation_scope")?,
+        trace_attachment_id: fields.optional_string("trace_attachment_id")?,
+        runtime_correlation_id: fields.optional_u64("runtime_correlation_id")?,
+        cuda_correlation_id: fields.optional_u64("cuda_correlation_id")?,
+        stream_id: fields.optional_u64("stream_id")?,
+        graph_id: fields.optional_u64("graph_id")?,
+        span: span(fields, "start_ns", "end_ns")?,
+    })
+}
+
+fn string(value: &NonEmptyString) -> Value {
+    Value::String(value.to_string())
+}
+
+fn optional_string(value: &Option<NonEmptyString>) -> Value {
+    value.as_ref().map_or(Value::Null, string)
+}
+
+fn reference(value: &Option<EntityRef>) -> Value {
+    value.as_ref().map_or(Value::Null, EntityRef::to_json)
+}
+
+fn number(value: Option<u64>) -> Value {
+    value.map_or(Value::Null, Value::from)
+}
+
+fn names(values: &[NonEmptyString]) -> Value {
+    Value::Array(values.iter().map(string).collect())
+}
+
+pub(crate) fn event_to_record(event: &CorrelationEvent) -> Map<String, Value> {
+    let mut record = Map::new();
+    let mut put = |key: &str, value: Value| {
+        record.insert(key.to_owned(), value);
+    };
+    put("schema_version", Value::from(event.schema_version()));
+    put("event_type", Value::from(event.event_type().as_str()));
+    put("context", event.context().to_json());
+    put("event_id", string(event.event_id()));
+    put("metadata", Value::Object(event.metadata().as_map().clone()));
+    let put_span = |put: &mut dyn FnMut(&str, Value), span: &Span, start: &str, end: &str| {
+        put(start, number(span.start_ns()));
+        put(end, number(span.end_ns()));
+    };
+    let put_tokens = |put: &mut dyn FnMut(&str, Value), tokens: &TokenCounts| {
+        put("input_tokens", number(tokens.input_tokens));
+        put("output_tokens", number(tokens.output_tokens));
+        put("kv_bytes", number(tokens.kv_bytes));
+    };
+    match event.body() {
+        EventBody::Artifact(body) => {
+            put("artifact_kind", string(&body.artifact_kind));
+            put("created_at_ns", Value::from(body.created_at_ns));
+        }
+        EventBody::Request(body) => {
+            put("request_ref", body.request_ref.to_json());
+            put("attempt_ref", reference(&body.attempt_ref));
+            put("backend_request_ref", reference(&body.backend_request_ref));
+            put_span(&mut put, &body.span, "start_ns", "end_ns");
+            put("status", optional_string(&body.status));
+            put_tokens(&mut put, &body.tokens);
+        }
+        EventBody::Iteration(body) => {
+            put("iteration_ref", body.iteration_ref.to_json());
+            put("batch_ref", reference(&body.batch_ref));
+            put_span(&mut put, &body.span, "start_ns", "end_ns");
+        }
+        EventBody::Stage(body) => {
+            put("stage_ref", body.stage_ref.to_json());
+            put("name", string(&body.name));
+            put("request_ref", reference(&body.request_ref));
+            put("iteration_ref", reference(&body.iteration_ref));
+            put_span(&mut put, &body.span, "start_ns", "end_ns");
+            put_tokens(&mut put, &body.tokens);
+        }
+        EventBody::Membership(body) => {
+            put("request_ref", body.request_ref.to_json());
+            put("iteration_ref", body.iteration_ref.to_json());
+            put("role", string(&body.role));
+            put("attempt_ref", reference(&body.attempt_ref));
+            put_tokens(&mut put, &body.tokens);
+        }
+        EventBody::ActivityRef(body) => {
+            put("activity_ref", body.activity_ref.to_json());
+            put("activity_kind", string(&body.activity_kind));
+            put("attribution_status", Value::from(body.attribution_status()));
+            put("activity_domain", Value::from(body.activity_domain.as_str()));
+            put("iteration_ref", reference(&body.iteration_ref));
+            put("correlation_scope", reference(&body.correlation_scope));
+            put("trace_attachment_id", optional_string(&body.trace_attachment_id));
+            put("runtime_correlation_id", number(body.runtime_correlation_id));
+            put("cuda_correlation_id", number(body.cuda_correlation_id));
+            put("stream_id", number(body.stream_id));
+            put("graph_id", number(body.graph_id));
+            put_span(&mut put, &body.span, "start_ns", "end_ns");
+        }
+        EventBody::Capabilities(body) => {
+            put("component", string(body.component()));
+            put("available", Value::Bool(body.available()));
+            put("supported", names(body.supported()));
+            put("enabled", names(body.enabled()));
+            put("collected", names(body.collected()));
+        }
+        EventBody::ClockAlignment(body) => {
+            put("from_clock_domain", string(&body.from_clock_domain));
+            put("to_clock_domain", string(&body.to_clock_domain));
+            put("offset_ns", Value::from(body.offset_ns));
+            put("uncertainty_ns", Value::from(body.uncertainty_ns));
+            put_span(&mut put, &body.validity, "valid_from_ns", "valid_to_ns");
+        }
+    }
+    record
+}

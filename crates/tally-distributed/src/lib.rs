@@ -1,0 +1,1 @@
+//! tally-distributed: see docs/ARCHITECTURE.md.

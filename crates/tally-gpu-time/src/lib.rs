@@ -1,0 +1,1 @@
+//! tally-gpu-time: see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+//! tally-profile: see docs/ARCHITECTURE.md.

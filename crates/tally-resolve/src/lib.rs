@@ -1,0 +1,1 @@
+//! tally-resolve: see docs/ARCHITECTURE.md.

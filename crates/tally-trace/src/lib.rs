@@ -1,0 +1,1 @@
+//! tally-trace: see docs/ARCHITECTURE.md.

@@ -1,0 +1,5 @@
+//! tally: what ML inference really costs. This umbrella re-exports the
+//! workspace's crates as modules.
+
+pub use tally_artifact as artifact;
+pub use tally_core as core;

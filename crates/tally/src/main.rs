@@ -1,0 +1,3 @@
+//! The `tally` command.
+
+fn main() {}

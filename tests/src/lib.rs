@@ -1,0 +1,1 @@
+//! Cross-crate, end-to-end and property suites live in `tests/tests/`.

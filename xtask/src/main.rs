@@ -1,0 +1,2 @@
+//! Project automation: `cargo xtask bench`, fixture generation.
+fn main() {}
