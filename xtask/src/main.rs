@@ -1,2 +1,39 @@
-//! Project automation: `cargo xtask bench`, fixture generation.
-fn main() {}
+//! Project automation, run as `cargo xtask <command>`:
+//!
+//! - `test`: the whole test suite on a fresh machine (sets up the Python
+//!   reference environment, then format, lint, docs and tests).
+//! - `bench [--json] [--quick] [NAME...]`: benchmarks beside the Python
+//!   references, with ratios.
+//! - `python`: only set up `.venv` and print its interpreter.
+
+mod bench;
+mod python;
+mod test;
+
+use std::path::{Path, PathBuf};
+
+fn main() -> anyhow::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let command = args.next().unwrap_or_default();
+    let rest: Vec<String> = args.collect();
+    match command.as_str() {
+        "test" => test::run(&rest),
+        "bench" => bench::run(&rest),
+        "python" => {
+            println!("{}", python::ensure_venv()?.display());
+            Ok(())
+        }
+        _ => {
+            eprintln!("usage: cargo xtask <test|bench|python> [args]");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The workspace root (the parent of this crate's folder).
+pub(crate) fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}

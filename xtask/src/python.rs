@@ -1,0 +1,59 @@
+//! The Python reference environment: `.venv` at the workspace root with the
+//! packages of `python/requirements.txt`, reinstalled only when that file
+//! changes.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use crate::workspace_root;
+
+/// Creates or refreshes `.venv` and returns its interpreter.
+pub(crate) fn ensure_venv() -> anyhow::Result<PathBuf> {
+    let root = workspace_root();
+    let venv = root.join(".venv");
+    let python = venv.join("bin/python");
+    let requirements = root.join("python/requirements.txt");
+    let wanted = std::fs::read_to_string(&requirements)
+        .with_context(|| format!("reading {}", requirements.display()))?;
+    let stamp = venv.join(".tally-requirements");
+    if python.exists() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(wanted.as_str()) {
+        return Ok(python);
+    }
+    if !python.exists() {
+        eprintln!("xtask: creating {}", venv.display());
+        let interpreter = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        status(Command::new(&interpreter).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
+    }
+    eprintln!("xtask: installing python/requirements.txt into .venv");
+    status(
+        Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
+            .arg(&requirements),
+        "pip install",
+    )?;
+    std::fs::write(&stamp, wanted)?;
+    Ok(python)
+}
+
+/// The reference interpreter when it is set up already: `TALLY_PYTHON`, else
+/// `.venv/bin/python` when it can import both references.
+pub(crate) fn existing() -> Option<PathBuf> {
+    let candidate = std::env::var_os("TALLY_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join(".venv/bin/python"));
+    let ok = Command::new(&candidate)
+        .args(["-c", "import stormlog, vertebrae"])
+        .output()
+        .is_ok_and(|output| output.status.success());
+    ok.then_some(candidate)
+}
+
+pub(crate) fn status(command: &mut Command, what: &str) -> anyhow::Result<()> {
+    let result = command.status().with_context(|| format!("starting {what}"))?;
+    if !result.success() {
+        bail!("{what} failed ({result})");
+    }
+    Ok(())
+}
