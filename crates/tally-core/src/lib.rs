@@ -6,6 +6,12 @@
 //! `tally-artifact`'s job. Every constructor and every deserializer checks
 //! the model's rules, so an invalid value cannot exist after construction.
 //!
+//! Where tally and stormlog differ on valid input: stormlog's integers are
+//! unbounded; tally's counts and timestamps are `u64` and offsets `i64`, so a
+//! record with a timestamp of 2^64 ns (year 2554) or more is rejected with a
+//! clear error instead of accepted. JSON's `NaN` and `Infinity`, which
+//! Python's parser accepts inside metadata, are not JSON and are rejected.
+//!
 //! ```
 //! use serde_json::json;
 //! use tally_core::{parse_inference_record, InferenceRecord};
