@@ -27,6 +27,8 @@
 //! assert_eq!(error.to_string(), "end_ns must be >= start_ns");
 //! ```
 
+#[cfg(feature = "proptest")]
+pub mod arbitrary;
 mod context;
 mod error;
 mod event;

@@ -1,0 +1,361 @@
+//! proptest strategies for every value of the event model (feature
+//! `proptest`).
+//!
+//! Other crates' property suites build on these: enable the feature in a
+//! dev-dependency (`tally-core = { workspace = true, features = ["proptest"] }`).
+//! Every generated value is valid by construction; the strategies lean
+//! towards the awkward cases a codec must survive (non-ASCII and escaped
+//! characters, `u64::MAX`, empty metadata, floats of every magnitude, shared
+//! contexts), while keeping values small enough for fast suites.
+//!
+//! ```
+//! use proptest::prelude::*;
+//! use proptest::strategy::ValueTree;
+//! use proptest::test_runner::TestRunner;
+//! use tally_core::arbitrary::arb_event;
+//! let mut runner = TestRunner::deterministic();
+//! let event = arb_event().new_tree(&mut runner).unwrap().current();
+//! assert!(!event.event_id().is_empty());
+//! ```
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use proptest::collection::{btree_map, btree_set, vec};
+use proptest::prelude::*;
+use proptest::sample::subsequence;
+use serde_json::{Map, Number, Value};
+
+use crate::{
+    ActivityDomain, ActivityRef, ArtifactIdentity, Capabilities, ClockAlignment, ClockKind, CollectionMode,
+    CorrelationContext, CorrelationEvent, EntityRef, EventBody, InferenceRecord, Iteration, LegacyRecord,
+    Membership, Metadata, NonEmptyString, Provenance, Request, Span, Stage, TokenCounts,
+};
+
+/// Text that a JSON codec must escape or encode with care.
+const AWKWARD: &[&str] =
+    &["\"", "\\", "\n", "\t", "\u{1}", "\u{7f}", "é", "€", "😀", "\u{2028}", "/", " ", "\u{ffff}"];
+
+/// Any string, often empty or awkward: for metadata keys and values.
+pub fn arb_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-z_]{0,8}",
+        1 => vec(prop::sample::select(AWKWARD), 0..4).prop_map(|parts| parts.concat()),
+        1 => "\\PC{0,6}",
+    ]
+}
+
+/// A non-empty string, mostly identifier-like.
+pub fn arb_non_empty() -> impl Strategy<Value = NonEmptyString> {
+    prop_oneof![
+        6 => "[a-z0-9][a-z0-9_.:-]{0,11}",
+        1 => (arb_text(), "[a-z]").prop_map(|(text, tail)| format!("{text}{tail}")),
+    ]
+    // Both alternatives end in at least one character.
+    .prop_map(|text| NonEmptyString::new(text).expect("generated text is non-empty"))
+}
+
+/// An optional non-empty string.
+pub fn arb_opt_non_empty() -> impl Strategy<Value = Option<NonEmptyString>> {
+    prop::option::of(arb_non_empty())
+}
+
+/// A `u64`, biased to small values and the ends of the range.
+pub fn arb_u64() -> impl Strategy<Value = u64> {
+    prop_oneof![4 => 0u64..2_000_000, 1 => Just(0u64), 1 => Just(u64::MAX), 2 => any::<u64>()]
+}
+
+/// An entity reference.
+pub fn arb_entity_ref() -> impl Strategy<Value = EntityRef> {
+    (arb_non_empty(), arb_non_empty()).prop_map(|(producer, id)| EntityRef::from_parts(producer, id))
+}
+
+fn arb_opt_ref() -> impl Strategy<Value = Option<EntityRef>> {
+    prop::option::of(arb_entity_ref())
+}
+
+/// A capture context, with each optional field present or not.
+pub fn arb_context() -> impl Strategy<Value = CorrelationContext> {
+    let required = (
+        arb_non_empty(),
+        arb_non_empty(),
+        arb_non_empty(),
+        arb_non_empty(),
+        arb_non_empty(),
+        prop::sample::select(ClockKind::ALL),
+        prop::sample::select(CollectionMode::ALL),
+        prop::sample::select(Provenance::ALL),
+    );
+    let texts = vec(arb_opt_non_empty(), 7);
+    let numbers = (
+        prop::option::of(arb_u64()),
+        prop::option::of(arb_u64()),
+        prop::option::of(arb_u64()),
+        prop::option::of(arb_u64().prop_filter_map("world_size >= 1", NonZeroU64::new)),
+    );
+    (required, texts, numbers).prop_map(|(required, mut texts, numbers)| {
+        let (run, session, producer, source, clock, kind, mode, provenance) = required;
+        let mut context =
+            CorrelationContext::new(run, session, producer, source, clock, kind, mode, provenance);
+        let mut next = || texts.pop().flatten();
+        context.source_version = next();
+        context.engine = next();
+        context.engine_version = next();
+        context.backend = next();
+        context.backend_version = next();
+        context.host = next();
+        context.device_uuid = next();
+        (context.pid, context.rank, context.local_rank, context.world_size) = numbers;
+        context
+    })
+}
+
+/// A finite float of any magnitude, as JSON can carry it.
+pub fn arb_float() -> impl Strategy<Value = f64> {
+    prop_oneof![
+        any::<f64>().prop_filter("finite", |value| value.is_finite()),
+        (-1.0e6f64..1.0e6),
+        prop::sample::select(&[0.0, -0.0, 0.1, 1e16, 1e15, 1e-5, 1e-4, 123456789012345680.0, 5e-324][..]),
+    ]
+}
+
+/// Any JSON value a metadata object may hold, nested a few levels.
+pub fn arb_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        arb_u64().prop_map(Value::from),
+        arb_float().prop_filter_map("finite", |float| Number::from_f64(float).map(Value::Number)),
+        arb_text().prop_map(Value::String),
+    ];
+    leaf.prop_recursive(3, 24, 4, |inner| {
+        prop_oneof![
+            vec(inner.clone(), 0..4).prop_map(Value::Array),
+            btree_map(arb_text(), inner, 0..4).prop_map(|map| Value::Object(map.into_iter().collect())),
+        ]
+    })
+}
+
+/// A metadata object, often empty; never with an `intervals` key (see
+/// [`arb_activity_event`] for those).
+pub fn arb_metadata() -> impl Strategy<Value = Map<String, Value>> {
+    prop_oneof![
+        1 => Just(Map::new()),
+        2 => btree_map(arb_text(), arb_json(), 0..4)
+            .prop_map(|map| map.into_iter().filter(|(key, _)| key != "intervals").collect()),
+    ]
+}
+
+/// A span: both ends, one, or none, with `end >= start`.
+pub fn arb_span() -> impl Strategy<Value = Span> {
+    let both = (arb_u64(), arb_u64()).prop_map(|(a, b)| (Some(a.min(b)), Some(a.max(b))));
+    let one = (prop::option::of(arb_u64()), any::<bool>())
+        .prop_map(|(value, start)| if start { (value, None) } else { (None, value) });
+    prop_oneof![4 => both, 1 => one]
+        // The pair is ordered above, so the span is valid.
+        .prop_map(|(start, end)| Span::new(start, end).expect("ordered span"))
+}
+
+fn arb_tokens() -> impl Strategy<Value = TokenCounts> {
+    (prop::option::of(arb_u64()), prop::option::of(arb_u64()), prop::option::of(arb_u64())).prop_map(
+        |(input_tokens, output_tokens, kv_bytes)| TokenCounts { input_tokens, output_tokens, kv_bytes },
+    )
+}
+
+/// Sorted, disjoint `[offset_ns, duration_ns]` pairs inside a span of
+/// `length` nanoseconds, as JSON.
+pub fn arb_intervals(length: u64) -> impl Strategy<Value = Value> {
+    vec(0..=length, 1..5).prop_flat_map(move |mut points| {
+        if points.len() % 2 == 1 {
+            points.push(length);
+        }
+        points.sort_unstable();
+        let pairs: Vec<Value> = points
+            .chunks(2)
+            .map(|pair| Value::Array(vec![Value::from(pair[0]), Value::from(pair[1] - pair[0])]))
+            .collect();
+        Just(Value::Array(pairs))
+    })
+}
+
+fn arb_body_plain() -> impl Strategy<Value = EventBody> {
+    let artifact = (arb_non_empty(), arb_u64()).prop_map(|(artifact_kind, created_at_ns)| {
+        EventBody::Artifact(ArtifactIdentity { artifact_kind, created_at_ns })
+    });
+    let request =
+        (arb_entity_ref(), arb_opt_ref(), arb_opt_ref(), arb_span(), arb_opt_non_empty(), arb_tokens())
+            .prop_map(|(request_ref, attempt_ref, backend_request_ref, span, status, tokens)| {
+                EventBody::Request(Request {
+                    request_ref,
+                    attempt_ref,
+                    backend_request_ref,
+                    span,
+                    status,
+                    tokens,
+                })
+            });
+    let iteration =
+        (arb_entity_ref(), arb_opt_ref(), arb_span()).prop_map(|(iteration_ref, batch_ref, span)| {
+            EventBody::Iteration(Iteration { iteration_ref, batch_ref, span })
+        });
+    let stage = (arb_entity_ref(), arb_non_empty(), arb_opt_ref(), arb_opt_ref(), arb_span(), arb_tokens())
+        .prop_filter("a stage references a request or an iteration", |(_, _, request, iteration, _, _)| {
+            request.is_some() || iteration.is_some()
+        })
+        .prop_map(|(stage_ref, name, request_ref, iteration_ref, span, tokens)| {
+            EventBody::Stage(Stage { stage_ref, name, request_ref, iteration_ref, span, tokens })
+        });
+    let membership = (arb_entity_ref(), arb_entity_ref(), arb_non_empty(), arb_opt_ref(), arb_tokens())
+        .prop_map(|(request_ref, iteration_ref, role, attempt_ref, tokens)| {
+            EventBody::Membership(Membership { request_ref, iteration_ref, role, attempt_ref, tokens })
+        });
+    let capabilities = (any::<bool>(), btree_set(arb_non_empty(), 0..5))
+        .prop_flat_map(|(available, names)| {
+            let supported: Vec<NonEmptyString> =
+                if available { names.into_iter().collect() } else { Vec::new() };
+            let count = supported.len();
+            (Just(available), Just(supported.clone()), subsequence(supported, 0..=count))
+        })
+        .prop_flat_map(|(available, supported, enabled)| {
+            let count = enabled.len();
+            (Just(available), Just(supported), Just(enabled.clone()), subsequence(enabled, 0..=count))
+        });
+    let capabilities = (arb_non_empty(), capabilities).prop_map(
+        |(component, (available, supported, enabled, collected))| {
+            // collected ⊆ enabled ⊆ supported, distinct, empty when unavailable.
+            EventBody::Capabilities(
+                Capabilities::new(component, available, supported, enabled, collected)
+                    .expect("valid capabilities"),
+            )
+        },
+    );
+    let alignment = (arb_non_empty(), arb_non_empty(), any::<i64>(), arb_u64(), arb_span()).prop_map(
+        |(from_clock_domain, to_clock_domain, offset_ns, uncertainty_ns, validity)| {
+            EventBody::ClockAlignment(ClockAlignment {
+                from_clock_domain,
+                to_clock_domain,
+                offset_ns,
+                uncertainty_ns,
+                validity,
+            })
+        },
+    );
+    prop_oneof![artifact, request, iteration, stage, membership, capabilities, alignment]
+}
+
+fn arb_activity() -> impl Strategy<Value = ActivityRef> {
+    (
+        (arb_entity_ref(), arb_non_empty(), prop::sample::select(ActivityDomain::ALL), arb_opt_ref(), arb_opt_ref()),
+        (
+            arb_opt_non_empty(),
+            prop::option::of(arb_u64()),
+            prop::option::of(arb_u64()),
+            prop::option::of(arb_u64()),
+            prop::option::of(arb_u64()),
+            arb_span(),
+        ),
+    )
+        .prop_map(|(head, tail)| {
+            let (activity_ref, activity_kind, activity_domain, iteration_ref, correlation_scope) = head;
+            let (trace_attachment_id, runtime_correlation_id, cuda_correlation_id, stream_id, graph_id, span) = tail;
+            ActivityRef {
+                activity_ref,
+                activity_kind,
+                activity_domain,
+                iteration_ref,
+                correlation_scope,
+                trace_attachment_id,
+                runtime_correlation_id,
+                cuda_correlation_id,
+                stream_id,
+                graph_id,
+                span,
+            }
+        })
+}
+
+/// An `infer.activity_ref` event in `context`: without `metadata.intervals`
+/// (schema 2), with valid intervals (schema 3), or with `"intervals": null`
+/// (schema 3 that only the embedded form can carry).
+pub fn arb_activity_event(context: Arc<CorrelationContext>) -> impl Strategy<Value = CorrelationEvent> {
+    (arb_activity(), arb_non_empty(), arb_metadata()).prop_flat_map(move |(activity, event_id, metadata)| {
+        let intervals = match activity.span.bounds() {
+            Some((start, end)) => prop_oneof![
+                2 => Just(None),
+                3 => arb_intervals(end - start).prop_map(Some),
+                1 => Just(Some(Value::Null)),
+            ]
+            .boxed(),
+            None => prop_oneof![3 => Just(None), 1 => Just(Some(Value::Null))].boxed(),
+        };
+        let context = Arc::clone(&context);
+        intervals.prop_map(move |intervals| {
+            let mut metadata = metadata.clone();
+            if let Some(intervals) = intervals {
+                metadata.insert("intervals".into(), intervals);
+            }
+            CorrelationEvent::new(
+                Arc::clone(&context),
+                event_id.clone(),
+                Metadata::new(metadata),
+                EventBody::ActivityRef(activity.clone()),
+            )
+            // The intervals were generated inside the span.
+            .expect("valid activity")
+        })
+    })
+}
+
+/// Any event of any type in `context`.
+pub fn arb_event_in(context: Arc<CorrelationContext>) -> impl Strategy<Value = CorrelationEvent> {
+    let plain_context = Arc::clone(&context);
+    let plain =
+        (arb_body_plain(), arb_non_empty(), arb_metadata()).prop_map(move |(body, event_id, metadata)| {
+            // Bodies are valid by construction and carry no intervals.
+            CorrelationEvent::new(Arc::clone(&plain_context), event_id, Metadata::new(metadata), body)
+                .expect("valid event")
+        });
+    prop_oneof![3 => plain, 2 => arb_activity_event(context)]
+}
+
+/// Any event, in a context of its own.
+pub fn arb_event() -> impl Strategy<Value = CorrelationEvent> {
+    arb_context().prop_flat_map(|context| arb_event_in(Arc::new(context)))
+}
+
+/// A v1 record: `schema_version` 1 or absent, an `infer.` event type that is
+/// not a transport row, and arbitrary other fields.
+pub fn arb_legacy() -> impl Strategy<Value = LegacyRecord> {
+    ("[a-z_]{1,10}", any::<bool>(), btree_map("[a-z_]{1,8}", arb_json(), 0..4)).prop_map(
+        |(kind, explicit, fields)| {
+            let mut raw: Map<String, Value> = fields
+                .into_iter()
+                .filter(|(key, _)| key != "context_id" && key != "schema_version")
+                .collect();
+            let event_type =
+                if kind == "context" { "infer.session".to_owned() } else { format!("infer.{kind}") };
+            raw.insert("event_type".into(), Value::String(event_type));
+            if explicit {
+                raw.insert("schema_version".into(), Value::from(1));
+            }
+            LegacyRecord::new(raw)
+        },
+    )
+}
+
+/// A sequence of records as one artifact holds them: events drawn from a
+/// few shared contexts, with legacy records mixed in when `legacy` is true.
+pub fn arb_records(max: usize, legacy: bool) -> impl Strategy<Value = Vec<InferenceRecord>> {
+    vec(arb_context(), 1..4).prop_flat_map(move |contexts| {
+        let contexts: Vec<Arc<CorrelationContext>> = contexts.into_iter().map(Arc::new).collect();
+        let event =
+            prop::sample::select(contexts).prop_flat_map(arb_event_in).prop_map(InferenceRecord::Event);
+        let record = if legacy {
+            prop_oneof![6 => event, 1 => arb_legacy().prop_map(InferenceRecord::Legacy)].boxed()
+        } else {
+            event.boxed()
+        };
+        vec(record, 0..max)
+    })
+}
