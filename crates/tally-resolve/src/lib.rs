@@ -1,1 +1,593 @@
-//! tally-resolve: see docs/ARCHITECTURE.md.
+//! Order-independent resolution of correlation evidence, as stormlog 0.4.3's
+//! `resolve_inference_events` does it.
+//!
+//! Evidence arrives from several producers, in any order, sometimes twice.
+//! [`resolve_inference_events`] turns such a stream into a
+//! [`CorrelationGraph`]:
+//!
+//! 1. **Deduplication** by `(session_id, producer_id, event_id)`: a repeated
+//!    delivery must be equal to the first (Python equality, so `1 == 1.0`),
+//!    else the stream is rejected with [`ResolveError::ConflictingEventIdentity`].
+//!    All correlation events share one `run_id`
+//!    ([`ResolveError::MultipleRunIds`]); legacy v1 records take no part.
+//! 2. **Entity tables**: requests by `(request_ref, attempt_ref)`, iterations,
+//!    stages and activities by their reference, memberships by
+//!    `(request_ref, attempt_ref, iteration_ref, role)`, alignments by their
+//!    session, producer and every value. Two events for one entity must be equal
+//!    apart from `event_id` ([`ResolveError::ConflictingEntityIdentity`]); the
+//!    one with the smallest `event_id` is kept.
+//! 3. **Unresolved references**: memberships, stages and activities that name
+//!    a request, attempt or iteration nobody reported.
+//!
+//! The graph borrows the events; nothing is cloned. Errors carry the
+//! position of the offending record in the input, so a reader that knows
+//! where each record came from can name the file and line.
+//!
+//! ```
+//! use serde_json::json;
+//! use tally_core::parse_inference_record;
+//! use tally_resolve::resolve_inference_events;
+//!
+//! let context = json!({"run_id": "r", "session_id": "s", "producer_id": "engine",
+//!     "source": "doc", "clock_domain": "host", "clock_kind": "monotonic",
+//!     "collection_mode": "active", "provenance": "observed"});
+//! let membership = json!({"schema_version": 2, "event_type": "infer.membership",
+//!     "event_id": "m1", "context": context,
+//!     "request_ref": {"producer_id": "engine", "id": "req-1"},
+//!     "iteration_ref": {"producer_id": "engine", "id": "step-1"}, "role": "decode"});
+//! let records = vec![
+//!     parse_inference_record(membership.clone()).unwrap(),
+//!     parse_inference_record(membership).unwrap(), // delivered twice
+//! ];
+//! let graph = resolve_inference_events(&records).unwrap();
+//! assert_eq!(graph.memberships().len(), 1);
+//! let kinds: Vec<&str> = graph.unresolved().iter().map(|u| u.kind.as_str()).collect();
+//! assert_eq!(kinds, ["iteration", "request"]);
+//! ```
+//!
+//! # Differences from stormlog
+//!
+//! - Where stormlog keeps the *last* of several equal deliveries in its
+//!   deduplication table, tally keeps the first. They are equal, so nothing
+//!   observable changes except which of `1` and `1.0` a metadata value shows.
+//! - Entity tables keep stormlog's dict order (first delivery of each key),
+//!   so the one order-dependent detail of stormlog's output, the order of two
+//!   unresolved references that tie on `(event_id, kind, ref.id)`, is the
+//!   same as stormlog's.
+
+mod hash;
+
+use std::collections::hash_map::Entry;
+use std::hash::Hash;
+
+use tally_core::{
+    ActivityRef, ClockAlignment, CorrelationEvent, EntityRef, EventBody, InferenceRecord, Iteration,
+    Membership, Request, Stage,
+};
+
+pub use hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
+
+/// Why a stream of evidence cannot be resolved. Each names the 0-based
+/// position of the offending record in the input sequence (legacy records
+/// count), and the position of the earlier record it clashes with.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ResolveError {
+    /// A correlation event names another run than the first one did.
+    #[error("correlation artifact contains multiple run_id values")]
+    MultipleRunIds {
+        /// The event with the second run_id.
+        record: usize,
+        /// The first correlation event, which set the run_id.
+        earlier: usize,
+    },
+    /// Two deliveries of one `(session_id, producer_id, event_id)` differ.
+    #[error("conflicting event identity")]
+    ConflictingEventIdentity {
+        /// The later delivery.
+        record: usize,
+        /// The first delivery.
+        earlier: usize,
+    },
+    /// Two events describe one entity differently.
+    #[error("conflicting entity identity")]
+    ConflictingEntityIdentity {
+        /// The event that disagrees (its first delivery).
+        record: usize,
+        /// The event the table held for that entity (its first delivery).
+        earlier: usize,
+    },
+    /// More distinct events than the tables' `u32` indices can number.
+    #[error("more than 4294967294 distinct correlation events")]
+    TooManyEvents {
+        /// The first event past the limit.
+        record: usize,
+    },
+}
+
+impl ResolveError {
+    /// The offending record's position in the input.
+    pub fn record(&self) -> usize {
+        match *self {
+            ResolveError::MultipleRunIds { record, .. }
+            | ResolveError::ConflictingEventIdentity { record, .. }
+            | ResolveError::ConflictingEntityIdentity { record, .. }
+            | ResolveError::TooManyEvents { record } => record,
+        }
+    }
+
+    /// A short, stable name of the broken rule, as the conformance corpus
+    /// spells it: `multiple-run-ids`, `conflicting-event-identity` or
+    /// `conflicting-entity-identity`.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            ResolveError::MultipleRunIds { .. } => "multiple-run-ids",
+            ResolveError::ConflictingEventIdentity { .. } => "conflicting-event-identity",
+            ResolveError::ConflictingEntityIdentity { .. } => "conflicting-entity-identity",
+            ResolveError::TooManyEvents { .. } => "too-many-events",
+        }
+    }
+}
+
+/// Anything a stream of evidence may hold: a record that may be a
+/// correlation event. Lets [`resolve_inference_events`] take records as an
+/// artifact reader returns them or bare events.
+pub trait AsCorrelationEvent {
+    /// The correlation event, or `None` for a record that takes no part.
+    fn as_correlation_event(&self) -> Option<&CorrelationEvent>;
+}
+
+impl AsCorrelationEvent for InferenceRecord {
+    fn as_correlation_event(&self) -> Option<&CorrelationEvent> {
+        self.as_event()
+    }
+}
+
+impl AsCorrelationEvent for CorrelationEvent {
+    fn as_correlation_event(&self) -> Option<&CorrelationEvent> {
+        Some(self)
+    }
+}
+
+/// One entity of the graph: the event kept for it and its typed body.
+#[derive(Debug)]
+pub struct Resolved<'a, T> {
+    /// The event (the smallest `event_id` of those describing the entity).
+    pub event: &'a CorrelationEvent,
+    /// Its body, of the table's type.
+    pub body: &'a T,
+    /// The position in the input of the event's first delivery.
+    pub record: usize,
+}
+
+impl<T> Clone for Resolved<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Resolved<'_, T> {}
+
+/// What a reference pointed at that nobody reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ReferenceKind {
+    /// A membership's attempt of a known request.
+    Attempt,
+    /// A membership's, stage's or activity's iteration.
+    Iteration,
+    /// A membership's or stage's request.
+    Request,
+}
+
+impl ReferenceKind {
+    /// `attempt`, `iteration` or `request`. The variants are declared in the
+    /// order of these strings, so ordering by kind is ordering by its name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReferenceKind::Attempt => "attempt",
+            ReferenceKind::Iteration => "iteration",
+            ReferenceKind::Request => "request",
+        }
+    }
+}
+
+impl std::fmt::Display for ReferenceKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A reference to an entity no event reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnresolvedReference<'a> {
+    /// The referring event.
+    pub event_id: &'a str,
+    /// What was referenced.
+    pub kind: ReferenceKind,
+    /// The unknown reference.
+    pub reference: &'a EntityRef,
+}
+
+/// The sizes of the entity tables.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableCounts {
+    /// Distinct `(request_ref, attempt_ref)` keys.
+    pub requests: usize,
+    /// Distinct iterations.
+    pub iterations: usize,
+    /// Distinct stages.
+    pub stages: usize,
+    /// Distinct memberships.
+    pub memberships: usize,
+    /// Distinct activities.
+    pub activities: usize,
+    /// Distinct clock alignments.
+    pub alignments: usize,
+}
+
+/// Key of the request table.
+pub type RequestKey<'a> = (&'a EntityRef, Option<&'a EntityRef>);
+
+/// The resolved evidence of one run.
+///
+/// Tables hold entities in the order stormlog's dicts do (first delivery of
+/// each key); memberships and alignments are sorted by `(session_id,
+/// producer_id, event_id)`. Lookups by key go through hash maps built once.
+#[derive(Debug)]
+pub struct CorrelationGraph<'a> {
+    run_id: Option<&'a str>,
+    requests: Vec<Resolved<'a, Request>>,
+    iterations: Vec<Resolved<'a, Iteration>>,
+    stages: Vec<Resolved<'a, Stage>>,
+    memberships: Vec<Resolved<'a, Membership>>,
+    activities: Vec<Resolved<'a, ActivityRef>>,
+    alignments: Vec<Resolved<'a, ClockAlignment>>,
+    unresolved: Vec<UnresolvedReference<'a>>,
+    request_index: FastHashMap<RequestKey<'a>, u32>,
+    iteration_index: FastHashMap<&'a EntityRef, u32>,
+    stage_index: FastHashMap<&'a EntityRef, u32>,
+    activity_index: FastHashMap<&'a EntityRef, u32>,
+    /// For each activity, the index of its iteration when that is known.
+    activity_iteration: Vec<Option<u32>>,
+}
+
+/// Marker for "no index" in the `u32` links; tables are capped below it.
+const TABLE_LIMIT: usize = u32::MAX as usize;
+
+impl<'a> CorrelationGraph<'a> {
+    /// The run all correlation events belong to; `None` when there were none.
+    pub fn run_id(&self) -> Option<&'a str> {
+        self.run_id
+    }
+
+    /// Requests, one per `(request_ref, attempt_ref)`.
+    pub fn requests(&self) -> &[Resolved<'a, Request>] {
+        &self.requests
+    }
+
+    /// Iterations, one per `iteration_ref`.
+    pub fn iterations(&self) -> &[Resolved<'a, Iteration>] {
+        &self.iterations
+    }
+
+    /// Stages, one per `stage_ref`.
+    pub fn stages(&self) -> &[Resolved<'a, Stage>] {
+        &self.stages
+    }
+
+    /// Memberships, sorted by `(session_id, producer_id, event_id)`.
+    pub fn memberships(&self) -> &[Resolved<'a, Membership>] {
+        &self.memberships
+    }
+
+    /// Activities, one per `activity_ref`.
+    pub fn activities(&self) -> &[Resolved<'a, ActivityRef>] {
+        &self.activities
+    }
+
+    /// Clock alignments, sorted by `(session_id, producer_id, event_id)`.
+    pub fn alignments(&self) -> &[Resolved<'a, ClockAlignment>] {
+        &self.alignments
+    }
+
+    /// The alignment events, for `tally-clock`'s functions.
+    pub fn alignment_events(&self) -> impl Iterator<Item = &'a CorrelationEvent> + '_ {
+        self.alignments.iter().map(|entry| entry.event)
+    }
+
+    /// References to unknown entities, sorted by `(event_id, kind, ref.id)`.
+    pub fn unresolved(&self) -> &[UnresolvedReference<'a>] {
+        &self.unresolved
+    }
+
+    /// The sizes of the tables.
+    pub fn counts(&self) -> TableCounts {
+        TableCounts {
+            requests: self.requests.len(),
+            iterations: self.iterations.len(),
+            stages: self.stages.len(),
+            memberships: self.memberships.len(),
+            activities: self.activities.len(),
+            alignments: self.alignments.len(),
+        }
+    }
+
+    /// The request (or attempt) with this key.
+    pub fn request(&self, request: &EntityRef, attempt: Option<&EntityRef>) -> Option<Resolved<'a, Request>> {
+        let index = *self.request_index.get(&(request, attempt))?;
+        Some(self.requests[index as usize])
+    }
+
+    /// The position of an iteration in [`CorrelationGraph::iterations`].
+    pub fn iteration_index(&self, iteration: &EntityRef) -> Option<usize> {
+        self.iteration_index.get(iteration).map(|&index| index as usize)
+    }
+
+    /// The iteration with this reference.
+    pub fn iteration(&self, iteration: &EntityRef) -> Option<Resolved<'a, Iteration>> {
+        self.iteration_index(iteration).map(|index| self.iterations[index])
+    }
+
+    /// The stage with this reference.
+    pub fn stage(&self, stage: &EntityRef) -> Option<Resolved<'a, Stage>> {
+        let index = *self.stage_index.get(stage)?;
+        Some(self.stages[index as usize])
+    }
+
+    /// The activity with this reference.
+    pub fn activity(&self, activity: &EntityRef) -> Option<Resolved<'a, ActivityRef>> {
+        let index = *self.activity_index.get(activity)?;
+        Some(self.activities[index as usize])
+    }
+
+    /// For the activity at `index` in [`CorrelationGraph::activities`], the
+    /// position of its iteration in [`CorrelationGraph::iterations`], when it
+    /// is linked to a known one.
+    pub fn activity_iteration(&self, index: usize) -> Option<usize> {
+        self.activity_iteration.get(index).copied().flatten().map(|link| link as usize)
+    }
+}
+
+/// A deduplicated event and the position of its first delivery.
+type Unique<'a> = (usize, &'a CorrelationEvent);
+
+/// Deduplicates and resolves a stream of records; see the crate docs.
+///
+/// Accepts anything that iterates over references to [`InferenceRecord`]s
+/// or [`CorrelationEvent`]s.
+pub fn resolve_inference_events<'a, R>(
+    records: impl IntoIterator<Item = &'a R>,
+) -> Result<CorrelationGraph<'a>, ResolveError>
+where
+    R: AsCorrelationEvent + 'a,
+{
+    let (run_id, events) = deduplicate(records)?;
+    let mut builder = Builder::default();
+    for &(record, event) in &events {
+        builder.put(record, event)?;
+    }
+    drop(events);
+    Ok(builder.finish(run_id))
+}
+
+fn deduplicate<'a, R>(
+    records: impl IntoIterator<Item = &'a R>,
+) -> Result<(Option<&'a str>, Vec<Unique<'a>>), ResolveError>
+where
+    R: AsCorrelationEvent + 'a,
+{
+    let records = records.into_iter();
+    let mut run: Option<(&'a str, usize)> = None;
+    let mut seen: FastHashMap<(&'a str, &'a str, &'a str), u32> = FastHashMap::default();
+    seen.reserve(records.size_hint().0);
+    let mut unique: Vec<Unique<'a>> = Vec::with_capacity(records.size_hint().0);
+    for (index, record) in records.enumerate() {
+        let Some(event) = record.as_correlation_event() else {
+            continue;
+        };
+        let context = event.context();
+        match run {
+            None => run = Some((&context.run_id, index)),
+            Some((run_id, earlier)) if run_id != context.run_id.as_str() => {
+                return Err(ResolveError::MultipleRunIds { record: index, earlier });
+            }
+            Some(_) => {}
+        }
+        let key = (context.session_id.as_str(), context.producer_id.as_str(), event.event_id().as_str());
+        match seen.entry(key) {
+            Entry::Occupied(slot) => {
+                let (earlier, previous) = unique[*slot.get() as usize];
+                if previous != event {
+                    return Err(ResolveError::ConflictingEventIdentity { record: index, earlier });
+                }
+            }
+            Entry::Vacant(slot) => {
+                if unique.len() >= TABLE_LIMIT {
+                    // Refuse rather than wrap the u32 links; four billion
+                    // events would not fit in memory anyway.
+                    return Err(ResolveError::TooManyEvents { record: index });
+                }
+                slot.insert(unique.len() as u32);
+                unique.push((index, event));
+            }
+        }
+    }
+    Ok((run.map(|(run_id, _)| run_id), unique))
+}
+
+/// Alignment identity: session, producer, domains, offset, uncertainty and
+/// validity window.
+type AlignmentKey<'a> = (&'a str, &'a str, &'a str, &'a str, i64, u64, Option<u64>, Option<u64>);
+/// Membership identity.
+type MembershipKey<'a> = (&'a EntityRef, Option<&'a EntityRef>, &'a EntityRef, &'a str);
+
+#[derive(Default)]
+struct Builder<'a> {
+    requests: Table<'a, RequestKey<'a>, Request>,
+    iterations: Table<'a, &'a EntityRef, Iteration>,
+    stages: Table<'a, &'a EntityRef, Stage>,
+    memberships: Table<'a, MembershipKey<'a>, Membership>,
+    activities: Table<'a, &'a EntityRef, ActivityRef>,
+    alignments: Table<'a, AlignmentKey<'a>, ClockAlignment>,
+}
+
+struct Table<'a, K, T> {
+    index: FastHashMap<K, u32>,
+    rows: Vec<Resolved<'a, T>>,
+}
+
+impl<K, T> Default for Table<'_, K, T> {
+    fn default() -> Self {
+        Self { index: FastHashMap::default(), rows: Vec::new() }
+    }
+}
+
+impl<'a, K: Hash + Eq, T> Table<'a, K, T> {
+    /// stormlog's `_put_entity`: a second event for a key must describe the
+    /// same entity; the smallest `event_id` wins.
+    fn put(&mut self, key: K, entry: Resolved<'a, T>) -> Result<(), ResolveError> {
+        match self.index.entry(key) {
+            Entry::Occupied(slot) => {
+                let held = &mut self.rows[*slot.get() as usize];
+                if !held.event.same_entity_as(entry.event) {
+                    return Err(ResolveError::ConflictingEntityIdentity {
+                        record: entry.record,
+                        earlier: held.record,
+                    });
+                }
+                if entry.event.event_id() < held.event.event_id() {
+                    *held = entry;
+                }
+            }
+            Entry::Vacant(slot) => {
+                // Fewer rows than deduplicated events, which are capped.
+                slot.insert(self.rows.len() as u32);
+                self.rows.push(entry);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Builder<'a> {
+    fn put(&mut self, record: usize, event: &'a CorrelationEvent) -> Result<(), ResolveError> {
+        match event.body() {
+            EventBody::Request(body) => self
+                .requests
+                .put((&body.request_ref, body.attempt_ref.as_ref()), Resolved { event, body, record }),
+            EventBody::Iteration(body) => {
+                self.iterations.put(&body.iteration_ref, Resolved { event, body, record })
+            }
+            EventBody::Stage(body) => self.stages.put(&body.stage_ref, Resolved { event, body, record }),
+            EventBody::Membership(body) => self.memberships.put(
+                (&body.request_ref, body.attempt_ref.as_ref(), &body.iteration_ref, &body.role),
+                Resolved { event, body, record },
+            ),
+            EventBody::ActivityRef(body) => {
+                self.activities.put(&body.activity_ref, Resolved { event, body, record })
+            }
+            EventBody::ClockAlignment(body) => {
+                let context = event.context();
+                let key = (
+                    context.session_id.as_str(),
+                    context.producer_id.as_str(),
+                    body.from_clock_domain.as_str(),
+                    body.to_clock_domain.as_str(),
+                    body.offset_ns,
+                    body.uncertainty_ns,
+                    body.validity.start_ns(),
+                    body.validity.end_ns(),
+                );
+                self.alignments.put(key, Resolved { event, body, record })
+            }
+            EventBody::Artifact(_) | EventBody::Capabilities(_) => Ok(()),
+        }
+    }
+
+    fn finish(self, run_id: Option<&'a str>) -> CorrelationGraph<'a> {
+        let Builder { requests, iterations, stages, memberships, activities, alignments } = self;
+        let mut memberships = memberships.rows;
+        let mut alignments = alignments.rows;
+        memberships.sort_by(|a, b| event_order(a.event, b.event));
+        alignments.sort_by(|a, b| event_order(a.event, b.event));
+        let activity_iteration = activities
+            .rows
+            .iter()
+            .map(|activity| {
+                let iteration = activity.body.iteration_ref.as_ref()?;
+                iterations.index.get(iteration).copied()
+            })
+            .collect();
+        let mut graph = CorrelationGraph {
+            run_id,
+            requests: requests.rows,
+            iterations: iterations.rows,
+            stages: stages.rows,
+            memberships,
+            activities: activities.rows,
+            alignments,
+            unresolved: Vec::new(),
+            request_index: requests.index,
+            iteration_index: iterations.index,
+            stage_index: stages.index,
+            activity_index: activities.index,
+            activity_iteration,
+        };
+        graph.unresolved = find_unresolved(&graph);
+        graph
+    }
+}
+
+fn event_order(a: &CorrelationEvent, b: &CorrelationEvent) -> std::cmp::Ordering {
+    let (left, right) = (a.context(), b.context());
+    (left.session_id.as_str(), left.producer_id.as_str(), a.event_id().as_str()).cmp(&(
+        right.session_id.as_str(),
+        right.producer_id.as_str(),
+        b.event_id().as_str(),
+    ))
+}
+
+/// stormlog's `_find_unresolved`: memberships (in their sorted order), then
+/// stages, then activities, stably sorted by `(event_id, kind, ref.id)`.
+fn find_unresolved<'a>(graph: &CorrelationGraph<'a>) -> Vec<UnresolvedReference<'a>> {
+    let known_requests: FastHashSet<&EntityRef> =
+        graph.requests.iter().map(|r| &r.body.request_ref).collect();
+    let mut missing = Vec::new();
+    let mut push = |event: &'a CorrelationEvent, kind, reference| {
+        missing.push(UnresolvedReference { event_id: event.event_id().as_str(), kind, reference });
+    };
+    for membership in &graph.memberships {
+        let body = membership.body;
+        if !known_requests.contains(&body.request_ref) {
+            push(membership.event, ReferenceKind::Request, &body.request_ref);
+        } else if let Some(attempt) = &body.attempt_ref
+            && !graph.request_index.contains_key(&(&body.request_ref, Some(attempt)))
+        {
+            push(membership.event, ReferenceKind::Attempt, attempt);
+        }
+        if !graph.iteration_index.contains_key(&body.iteration_ref) {
+            push(membership.event, ReferenceKind::Iteration, &body.iteration_ref);
+        }
+    }
+    for stage in &graph.stages {
+        if let Some(request) = &stage.body.request_ref
+            && !known_requests.contains(request)
+        {
+            push(stage.event, ReferenceKind::Request, request);
+        }
+        if let Some(iteration) = &stage.body.iteration_ref
+            && !graph.iteration_index.contains_key(iteration)
+        {
+            push(stage.event, ReferenceKind::Iteration, iteration);
+        }
+    }
+    for (index, activity) in graph.activities.iter().enumerate() {
+        if let Some(iteration) = &activity.body.iteration_ref
+            && graph.activity_iteration[index].is_none()
+        {
+            push(activity.event, ReferenceKind::Iteration, iteration);
+        }
+    }
+    missing
+        .sort_by(|a, b| (a.event_id, a.kind, a.reference.id()).cmp(&(b.event_id, b.kind, b.reference.id())));
+    missing
+}

@@ -1,0 +1,190 @@
+//! Interval arithmetic over half-open `[start, end)` pairs of nanoseconds:
+//! sums, unions, and the sweep that yields the per-device details.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The sum of the intervals' lengths, overlaps counted as often as they
+/// occur. A pair with `end < start` counts as empty.
+///
+/// ```
+/// assert_eq!(tally_gpu_time::summed_ns(&[(0, 10), (5, 15)]), 20);
+/// ```
+pub fn summed_ns(intervals: &[(u64, u64)]) -> u128 {
+    intervals.iter().map(|&(start, end)| u128::from(end.saturating_sub(start))).sum()
+}
+
+/// The length of the union of the intervals: the time at least one of them
+/// covers. Sorts the slice by start in place (the only allocation-free way
+/// to sweep); touching intervals merge. A pair with `end < start` counts as
+/// empty.
+///
+/// ```
+/// let mut intervals = [(5, 15), (0, 10), (20, 25)];
+/// assert_eq!(tally_gpu_time::union_ns(&mut intervals), 20);
+/// ```
+pub fn union_ns(intervals: &mut [(u64, u64)]) -> u64 {
+    sort_by_start(intervals, |pair| pair.0);
+    let mut sweep = UnionSweep::default();
+    for &(start, end) in intervals.iter() {
+        sweep.push(start, end);
+    }
+    sweep.finish()
+}
+
+/// Below this many items a comparison sort beats the radix sort's passes.
+const RADIX_THRESHOLD: usize = 1 << 14;
+
+/// Sorts items by a `u64` key: an LSD radix sort on the key's varying bytes
+/// for large inputs (timestamps share their high bytes, so most passes are
+/// skipped), pattern-defeating quicksort below that or when the input is
+/// sorted already (typical of one device's trace).
+pub(crate) fn sort_by_start<T: Copy>(items: &mut [T], key: impl Fn(&T) -> u64 + Copy) {
+    if items.windows(2).all(|pair| key(&pair[0]) <= key(&pair[1])) {
+        return;
+    }
+    if items.len() < RADIX_THRESHOLD {
+        items.sort_unstable_by_key(key);
+        return;
+    }
+    radix_sort(items, key);
+}
+
+fn radix_sort<T: Copy>(items: &mut [T], key: impl Fn(&T) -> u64) {
+    // One pass over the data counts all eight byte histograms.
+    let mut counts = vec![[0usize; 256]; 8];
+    for item in items.iter() {
+        let value = key(item);
+        for (byte, histogram) in counts.iter_mut().enumerate() {
+            histogram[((value >> (8 * byte)) & 0xff) as usize] += 1;
+        }
+    }
+    let total = items.len();
+    let mut buffer: Vec<T> = items.to_vec();
+    let mut source_is_items = true;
+    for (byte, histogram) in counts.iter().enumerate() {
+        // A byte that is the same in every key leaves the order unchanged.
+        if histogram.contains(&total) {
+            continue;
+        }
+        let mut offsets = [0usize; 256];
+        let mut running = 0;
+        for (offset, &count) in offsets.iter_mut().zip(histogram.iter()) {
+            *offset = running;
+            running += count;
+        }
+        let shift = 8 * byte;
+        let (source, target): (&[T], &mut [T]) =
+            if source_is_items { (&*items, &mut buffer) } else { (&buffer, &mut *items) };
+        for item in source {
+            let digit = ((key(item) >> shift) & 0xff) as usize;
+            target[offsets[digit]] = *item;
+            offsets[digit] += 1;
+        }
+        source_is_items = !source_is_items;
+    }
+    if !source_is_items {
+        items.copy_from_slice(&buffer);
+    }
+}
+
+/// Idle time inside a device's busy envelope (first start to last end).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleGaps {
+    /// How many gaps separate the busy periods.
+    pub count: u64,
+    /// Their total length: the envelope's length minus busy time.
+    pub total_ns: u64,
+    /// The longest one.
+    pub longest_ns: u64,
+}
+
+/// What one sweep over start-sorted intervals finds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct SweepResult {
+    pub busy_ns: u64,
+    pub envelope: Option<(u64, u64)>,
+    pub gaps: IdleGaps,
+    pub peak_concurrency: u64,
+}
+
+/// Union, envelope, idle gaps and peak concurrency of intervals sorted by
+/// start, fed one at a time. Empty intervals keep the device busy at no
+/// instant, so they are skipped.
+#[derive(Debug, Default)]
+pub(crate) struct Sweep {
+    current: Option<(u64, u64)>,
+    first_start: Option<u64>,
+    busy: u64,
+    gaps: IdleGaps,
+    /// Ends of the intervals running at the last start, earliest on top.
+    running: BinaryHeap<Reverse<u64>>,
+    peak: u64,
+}
+
+impl Sweep {
+    pub(crate) fn push(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        self.first_start.get_or_insert(start);
+        // Half-open: an interval ending at `start` no longer runs.
+        while self.running.peek().is_some_and(|Reverse(top)| *top <= start) {
+            self.running.pop();
+        }
+        self.running.push(Reverse(end));
+        self.peak = self.peak.max(self.running.len() as u64);
+        match &mut self.current {
+            Some((_, current_end)) if start <= *current_end => *current_end = (*current_end).max(end),
+            _ => {
+                if let Some((from, to)) = self.current {
+                    self.busy += to - from;
+                    let gap = start - to;
+                    self.gaps.count += 1;
+                    self.gaps.total_ns += gap;
+                    self.gaps.longest_ns = self.gaps.longest_ns.max(gap);
+                }
+                self.current = Some((start, end));
+            }
+        }
+    }
+
+    pub(crate) fn finish(mut self) -> SweepResult {
+        let envelope = match (self.first_start, self.current) {
+            (Some(first), Some((from, to))) => {
+                self.busy += to - from;
+                Some((first, to))
+            }
+            _ => None,
+        };
+        SweepResult { busy_ns: self.busy, envelope, gaps: self.gaps, peak_concurrency: self.peak }
+    }
+}
+
+/// The union sweep alone, for the many small per-iteration groups.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct UnionSweep {
+    current: Option<(u64, u64)>,
+    busy: u64,
+}
+
+impl UnionSweep {
+    pub(crate) fn push(&mut self, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        match &mut self.current {
+            Some((_, current_end)) if start <= *current_end => *current_end = (*current_end).max(end),
+            _ => {
+                if let Some((from, to)) = self.current {
+                    self.busy += to - from;
+                }
+                self.current = Some((start, end));
+            }
+        }
+    }
+
+    pub(crate) fn finish(self) -> u64 {
+        self.busy + self.current.map_or(0, |(from, to)| to - from)
+    }
+}
