@@ -1,0 +1,104 @@
+//! Loading and writing profiles as vertebrae's JSON.
+//!
+//! The serialized form is `dataclasses.asdict(profile)`: what vertebrae
+//! stores and what `resource_profile_from_dict` reads back.
+
+use serde_json::Value;
+
+use super::types::{EmbeddingFootprint, ResourceProfile};
+use crate::ValidationError;
+
+fn load_error(error: serde_json::Error) -> ValidationError {
+    ValidationError::new("profile", format!("invalid resource profile: {error}"))
+}
+
+impl ResourceProfile {
+    /// Loads a profile from the decoded JSON of `asdict(profile)`, with the
+    /// rules of vertebrae's `resource_profile_from_dict` (unknown top-level
+    /// keys are ignored there and here; unknown keys inside a part are errors).
+    pub fn from_json_value(value: Value) -> Result<Self, ValidationError> {
+        if !value.is_object() {
+            return Err(ValidationError::new("profile", "a resource profile must be a JSON object"));
+        }
+        serde_json::from_value(value).map_err(load_error)
+    }
+
+    /// Loads a profile from JSON text.
+    pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
+        let value: Value = serde_json::from_str(text).map_err(load_error)?;
+        Self::from_json_value(value)
+    }
+
+    /// The JSON object `asdict(profile)` gives. Fails on a non-finite float,
+    /// which JSON cannot hold (vertebrae's `make_json_safe` refuses them too).
+    pub fn to_json_value(&self) -> Result<Value, ValidationError> {
+        self.check_finite()?;
+        serde_json::to_value(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+    }
+
+    /// Compact JSON text of [`ResourceProfile::to_json_value`].
+    pub fn to_json_string(&self) -> Result<String, ValidationError> {
+        self.check_finite()?;
+        serde_json::to_string(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+    }
+
+    /// Every float field is finite.
+    pub fn check_finite(&self) -> Result<(), ValidationError> {
+        let inference = &self.inference;
+        let floats = [
+            ("inference.first_call_seconds", inference.first_call_seconds),
+            ("inference.warm_mean_seconds", inference.warm_mean_seconds),
+            ("inference.warm_median_seconds", inference.warm_median_seconds),
+            ("inference.warm_p95_seconds", inference.warm_p95_seconds),
+            ("inference.warm_max_seconds", inference.warm_max_seconds),
+            ("inference.warm_mean_seconds_per_sample", inference.warm_mean_seconds_per_sample),
+            ("inference.total_materialized_seconds", inference.total_materialized_seconds),
+            ("inference.throughput_samples_per_second", inference.throughput_samples_per_second),
+            ("host_memory.sample_interval_seconds", self.host_memory.sample_interval_seconds),
+        ];
+        for (name, value) in floats {
+            finite(name, value)?;
+        }
+        if let Some(embedding) = &self.embedding {
+            embedding.check_finite()?;
+        }
+        Ok(())
+    }
+}
+
+impl EmbeddingFootprint {
+    /// Both float fields are finite.
+    pub fn check_finite(&self) -> Result<(), ValidationError> {
+        finite("embedding.bytes_per_embedding", Some(self.bytes_per_embedding))?;
+        finite("embedding.compression_savings_ratio", Some(self.compression_savings_ratio))
+    }
+}
+
+fn finite(name: &'static str, value: Option<f64>) -> Result<(), ValidationError> {
+    match value {
+        Some(value) if !value.is_finite() => {
+            Err(ValidationError::new(name, format!("Cannot serialize non-finite float at {name}.")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// vertebrae's `resource_profile_from_dict` on decoded JSON.
+pub fn resource_profile_from_dict(value: Value) -> Result<ResourceProfile, ValidationError> {
+    ResourceProfile::from_json_value(value)
+}
+
+/// `dataclasses.asdict(profile)` as decoded JSON.
+pub fn resource_profile_to_dict(profile: &ResourceProfile) -> Result<Value, ValidationError> {
+    profile.to_json_value()
+}
+
+/// Loads a profile from JSON text.
+pub fn resource_profile_from_json(text: &str) -> Result<ResourceProfile, ValidationError> {
+    ResourceProfile::from_json_str(text)
+}
+
+/// Writes a profile as compact JSON text.
+pub fn resource_profile_to_json(profile: &ResourceProfile) -> Result<String, ValidationError> {
+    profile.to_json_string()
+}
