@@ -1,0 +1,265 @@
+//! One artifact line to one record, with stormlog's
+//! `CorrelationRecordDecoder` rules: the exact path over `serde_json::Value`
+//! that decides every case, and the typed fast path in front of it.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use tally_core::{
+    CONTEXT_REFERENCE_SCHEMA_VERSION, CorrelationContext, EventType, InferenceRecord, parse_record_map,
+    python_json_eq,
+};
+
+use crate::error::{ArtifactError, ErrorKind};
+use crate::lines::is_blank;
+use crate::registry::{Interner, Registry};
+
+/// `event_type` of a v4 context definition row.
+pub const CONTEXT_EVENT_TYPE: &str = "infer.context";
+
+/// What one non-blank line holds.
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant, reason = "records dominate; a definition is rare and short-lived")]
+pub(crate) enum Row {
+    /// An event or a legacy record.
+    Record(InferenceRecord),
+    /// A v4 definition, not yet registered.
+    Definition(String, Arc<CorrelationContext>),
+}
+
+/// A line's failure before it has a source name: kind and reason.
+pub(crate) type LineError = (ErrorKind, String);
+
+fn invalid(reason: impl Into<String>) -> LineError {
+    (ErrorKind::Invalid, reason.into())
+}
+
+/// The JSON of a non-blank line, or why it is not JSON.
+pub(crate) fn parse_json(line: &[u8], terminated: bool) -> Result<Value, LineError> {
+    serde_json::from_slice(line).map_err(|error| {
+        let reason = if error.is_eof() && !terminated {
+            format!("truncated last line: {error}")
+        } else {
+            format!("invalid JSON: {error}")
+        };
+        (ErrorKind::Syntax, reason)
+    })
+}
+
+/// Whether the JSON text could be a definition row: its `event_type` reads
+/// `infer.context` literally or through an escape. Every definition passes;
+/// most other rows do not, which lets a parallel reader find the
+/// definitions without decoding every line twice.
+#[inline]
+pub(crate) fn may_define(line: &[u8], finder: &memchr::memmem::Finder<'_>) -> bool {
+    memchr::memchr(b'\\', line).is_some() || finder.find(line).is_some()
+}
+
+/// The definition a line holds, checked as far as it can be without the
+/// registry; `None` when the line is not a definition (including lines that
+/// are not JSON: their error is reported where they are decoded).
+pub(crate) fn definition_of(
+    line: &[u8],
+    interner: &mut Interner,
+) -> Option<Result<(String, Arc<CorrelationContext>), String>> {
+    if is_blank(line) {
+        return None;
+    }
+    let Ok(Value::Object(record)) = serde_json::from_slice::<Value>(line) else {
+        return None;
+    };
+    if !is_definition(&record) {
+        return None;
+    }
+    Some(match expand(record, 0, &Registry::default(), interner) {
+        Ok(Row::Definition(id, context)) => Ok((id, context)),
+        Ok(Row::Record(_)) => Err("infer.context row decoded as an event".to_owned()),
+        Err((_, reason)) => Err(reason),
+    })
+}
+
+fn is_definition(record: &Map<String, Value>) -> bool {
+    matches!(record.get("event_type"), Some(Value::String(kind)) if kind == CONTEXT_EVENT_TYPE)
+}
+
+/// stormlog's `_expand` followed by `parse_inference_record`, on a decoded
+/// line: the exact rules, every check in stormlog's order.
+pub(crate) fn expand(
+    mut record: Map<String, Value>,
+    line: u64,
+    registry: &Registry,
+    interner: &mut Interner,
+) -> Result<Row, LineError> {
+    let version = record.get("schema_version");
+    let definition = is_definition(&record);
+    // Python's `version == 4`, which 4.0 also satisfies.
+    let four = Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION);
+    let transport =
+        definition || record.contains_key("context_id") || version.is_some_and(|v| python_json_eq(v, &four));
+    if !transport {
+        return parse_record_map(record, |map| {
+            let context = map.remove("context").unwrap_or(Value::Null);
+            Ok(interner.intern(CorrelationContext::from_json(context)?))
+        })
+        .map(Row::Record)
+        .map_err(|error| invalid(error.message()));
+    }
+    // `type(version) is int`: neither 4.0 nor a boolean.
+    if !matches!(version, Some(Value::Number(n)) if n.as_u64() == Some(u64::from(CONTEXT_REFERENCE_SCHEMA_VERSION)))
+    {
+        return Err(invalid("context transport requires schema_version 4"));
+    }
+    let id = match record.get("context_id") {
+        Some(Value::String(id)) if !id.is_empty() => id.clone(),
+        _ => return Err(invalid("context_id must be a non-empty string")),
+    };
+    if definition {
+        let exact = record.len() == 4
+            && ["schema_version", "event_type", "context_id", "context"]
+                .iter()
+                .all(|key| record.contains_key(*key));
+        if !exact {
+            return Err(invalid("infer.context requires exactly version, type, ID, context"));
+        }
+        let context = match record.remove("context") {
+            Some(context @ Value::Object(_)) => {
+                CorrelationContext::from_json(context).map_err(|error| invalid(error.message()))?
+            }
+            _ => return Err(invalid("context must be an object")),
+        };
+        return Ok(Row::Definition(id, interner.intern(context)));
+    }
+    if record.contains_key("context") {
+        return Err(invalid("v4 event must have context_id and no context"));
+    }
+    let context = match registry.lookup(&id, line) {
+        Some(context) => Arc::clone(context),
+        None => return Err(invalid(format!("unknown context_id: {id}"))),
+    };
+    let activity = matches!(record.get("event_type"), Some(Value::String(kind)) if kind == EventType::ActivityRef.as_str());
+    let intervals = match record.get("metadata") {
+        Some(Value::Object(metadata)) if activity => metadata.get("intervals"),
+        _ => None,
+    };
+    if intervals == Some(&Value::Null) {
+        return Err(invalid("metadata.intervals must be a non-empty list of [offset_ns, duration_ns] pairs"));
+    }
+    let embedded_version = if intervals.is_some() { 3 } else { 2 };
+    record.remove("context_id");
+    // parse_record_map wants an object under `context`; the closure below
+    // swaps this placeholder for the registered context.
+    record.insert("context".into(), Value::Object(Map::new()));
+    record.insert("schema_version".into(), Value::from(embedded_version));
+    parse_record_map(record, |map| {
+        map.remove("context");
+        Ok(context)
+    })
+    .map(Row::Record)
+    .map_err(|error| invalid(error.message()))
+}
+
+/// A stateful line decoder: stormlog's `CorrelationRecordDecoder` over JSON
+/// text. Feed it an artifact's lines in order; it keeps the v4 definitions
+/// and interns contexts so identical contexts share one `Arc`.
+///
+/// ```
+/// use tally_artifact::RecordDecoder;
+/// let mut decoder = RecordDecoder::new("mem");
+/// let context = r#"{"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
+///     "clock_domain": "host", "clock_kind": "monotonic", "collection_mode": "active",
+///     "provenance": "observed"}"#.replace('\n', "");
+/// let definition = format!(
+///     r#"{{"schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": {context}}}"#
+/// );
+/// assert!(decoder.decode_line(definition.as_bytes(), 1).unwrap().is_none());
+/// let row = r#"{"schema_version": 4, "context_id": "c1", "event_type": "infer.iteration",
+///     "event_id": "e1", "iteration_ref": {"producer_id": "p", "id": "i1"}}"#.replace('\n', "");
+/// let record = decoder.decode_line(row.as_bytes(), 2).unwrap().unwrap();
+/// assert_eq!(record.schema_version(), 2);
+/// let unknown = row.replace("c1", "c2");
+/// let error = decoder.decode_line(unknown.as_bytes(), 3).unwrap_err();
+/// assert_eq!(error.to_string(), "mem: line 3: unknown context_id: c2");
+/// ```
+#[derive(Debug, Clone)]
+pub struct RecordDecoder {
+    source_name: String,
+    registry: Registry,
+    interner: Interner,
+    fast: bool,
+}
+
+impl RecordDecoder {
+    /// A decoder for the artifact named `source_name` (used in errors).
+    pub fn new(source_name: impl Into<String>) -> Self {
+        Self {
+            source_name: source_name.into(),
+            registry: Registry::default(),
+            interner: Interner::default(),
+            fast: true,
+        }
+    }
+
+    /// Turns the typed fast path off, so every line takes the exact
+    /// `serde_json::Value` path (for tests and comparisons; same results).
+    pub fn exact_only(mut self) -> Self {
+        self.fast = false;
+        self
+    }
+
+    /// Decodes one line (with or without its terminator) that is line
+    /// `line` of the artifact: `None` for a blank line or a definition.
+    pub fn decode_line(
+        &mut self,
+        line: &[u8],
+        line_number: u64,
+    ) -> Result<Option<InferenceRecord>, ArtifactError> {
+        let text = line.strip_suffix(b"\n").unwrap_or(line);
+        let terminated = text.len() < line.len();
+        self.decode(text, terminated, line_number)
+            .map_err(|(kind, reason)| ArtifactError::at_line(&self.source_name, line_number, kind, reason))
+    }
+
+    pub(crate) fn source_name(&self) -> &str {
+        &self.source_name
+    }
+
+    pub(crate) fn decode(
+        &mut self,
+        line: &[u8],
+        terminated: bool,
+        line_number: u64,
+    ) -> Result<Option<InferenceRecord>, LineError> {
+        match decode_row(line, terminated, line_number, &self.registry, &mut self.interner, self.fast)? {
+            None => Ok(None),
+            Some(Row::Record(record)) => Ok(Some(record)),
+            Some(Row::Definition(id, context)) => {
+                self.registry.define(id, context, line_number).map_err(invalid)?;
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// A non-blank line to its row: the fast path when it can decide, else the
+/// exact path. `None` for a blank line.
+#[inline]
+pub(crate) fn decode_row(
+    line: &[u8],
+    terminated: bool,
+    line_number: u64,
+    registry: &Registry,
+    interner: &mut Interner,
+    fast: bool,
+) -> Result<Option<Row>, LineError> {
+    if is_blank(line) {
+        return Ok(None);
+    }
+    if fast && let Some(record) = crate::fast::decode(line, line_number, registry, interner) {
+        return Ok(Some(Row::Record(record)));
+    }
+    let value = parse_json(line, terminated)?;
+    let Value::Object(record) = value else {
+        return Err(invalid("record must be an object"));
+    };
+    expand(record, line_number, registry, interner).map(Some)
+}

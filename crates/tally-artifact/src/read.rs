@@ -1,0 +1,469 @@
+//! Reading artifacts: opening (file, stdin, gzip), the sequential
+//! [`ArtifactReader`], and the parallel batch reader behind
+//! [`read_artifact`].
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
+use std::path::Path;
+use std::sync::mpsc;
+
+use memchr::memmem;
+use rayon::prelude::*;
+use tally_core::{CorrelationContext, InferenceRecord};
+
+use crate::decode::{
+    CONTEXT_EVENT_TYPE, LineError, RecordDecoder, Row, decode_row, definition_of, may_define,
+};
+use crate::error::{ArtifactError, ErrorKind};
+use crate::lines::{Lines, complete_prefix};
+use crate::registry::{Interner, Registry};
+
+const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
+const BUFFER: usize = 1 << 20;
+
+/// The name errors use for a path (`-` for standard input).
+fn source_name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// A byte stream whose first bytes were read to tell gzip from plain text.
+pub struct Sniffed<R: Read> {
+    inner: SniffedInner<R>,
+}
+
+/// The sniffed head put back in front of the rest of the stream.
+type Rejoined<R> = Chain<Cursor<Vec<u8>>, R>;
+
+enum SniffedInner<R: Read> {
+    Plain(Rejoined<R>),
+    Gzip(Box<flate2::bufread::MultiGzDecoder<BufReader<Rejoined<R>>>>),
+}
+
+impl<R: Read> Sniffed<R> {
+    /// Whether the stream is gzip data.
+    pub fn is_gzip(&self) -> bool {
+        matches!(self.inner, SniffedInner::Gzip(_))
+    }
+}
+
+impl<R: Read> Read for Sniffed<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match &mut self.inner {
+            SniffedInner::Plain(reader) => reader.read(buf),
+            SniffedInner::Gzip(reader) => reader.read(buf),
+        }
+    }
+}
+
+/// Wraps a byte stream so that gzip data (told by its magic bytes, not by a
+/// file name; every member of a multi-member file) reads decompressed, and
+/// anything else reads as is.
+pub fn decompressed<R: Read>(mut reader: R) -> io::Result<Sniffed<R>> {
+    let mut head = [0u8; 2];
+    let mut filled = 0;
+    // A pipe may deliver one byte at a time.
+    while filled < head.len() {
+        match reader.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    let stream = Cursor::new(head[..filled].to_vec()).chain(reader);
+    let inner = if filled == head.len() && head == GZIP_MAGIC {
+        SniffedInner::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(
+            BUFFER, stream,
+        ))))
+    } else {
+        SniffedInner::Plain(stream)
+    };
+    Ok(Sniffed { inner })
+}
+
+fn open_raw(path: &Path) -> Result<Box<dyn Read + Send>, ArtifactError> {
+    if path.as_os_str() == "-" {
+        return Ok(Box::new(io::stdin()));
+    }
+    File::open(path)
+        .map(|file| Box::new(file) as Box<dyn Read + Send>)
+        .map_err(|error| ArtifactError::io(&source_name(path), &error))
+}
+
+/// Opens an artifact: a file, or standard input for `-`; decompressed when
+/// it is gzip.
+pub fn open_artifact(path: &Path) -> Result<BufReader<Sniffed<Box<dyn Read + Send>>>, ArtifactError> {
+    let sniffed =
+        decompressed(open_raw(path)?).map_err(|error| ArtifactError::io(&source_name(path), &error))?;
+    Ok(BufReader::with_capacity(BUFFER, sniffed))
+}
+
+/// Reads a whole artifact (a path, or `-` for standard input; plain or
+/// gzip) into memory, decoding in parallel; the records come back in file
+/// order, definitions consumed. See the crate documentation for the rules.
+pub fn read_artifact(path: &Path) -> Result<Vec<InferenceRecord>, ArtifactError> {
+    read_artifact_from(open_raw(path)?, &source_name(path))
+}
+
+/// [`read_artifact`] over any byte stream (plain or gzip); `source_name`
+/// names it in errors.
+pub fn read_artifact_from<R: Read + Send>(
+    reader: R,
+    source_name: &str,
+) -> Result<Vec<InferenceRecord>, ArtifactError> {
+    let mut records = Vec::new();
+    read_batches(reader, source_name, &ReadOptions::default(), |batch| {
+        records.extend(batch.records);
+        Ok(())
+    })?;
+    Ok(records)
+}
+
+/// How [`read_batches`] splits its work.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Bytes read per window; a window's lines are decoded together, and at
+    /// most about three windows are in memory at once.
+    pub window_bytes: usize,
+    /// Bytes per parallel task within a window.
+    pub chunk_bytes: usize,
+    /// Whether to use the typed fast path (the results are the same).
+    pub fast_path: bool,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self { window_bytes: 8 << 20, chunk_bytes: 256 << 10, fast_path: true }
+    }
+}
+
+/// Consecutive records of an artifact, with their physical line numbers.
+#[derive(Debug, Clone, Default)]
+pub struct RecordBatch {
+    /// The 1-based line of each record.
+    pub lines: Vec<u64>,
+    /// The records, in file order.
+    pub records: Vec<InferenceRecord>,
+}
+
+/// What [`read_batches`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Bytes of artifact text (decompressed).
+    pub bytes: u64,
+    /// Physical lines, blank lines and definitions included.
+    pub lines: u64,
+    /// Records delivered.
+    pub records: u64,
+}
+
+/// Decodes an artifact in parallel and hands its records to `sink` in file
+/// order, one batch at a time, without holding the whole artifact: the
+/// stream is read in windows of whole lines, each window's lines decoded
+/// concurrently. A reader thread reads (and decompresses) the next window
+/// while the current one decodes.
+///
+/// v4 definitions are found first in each window (every line that could be
+/// one, cheaply told by its bytes), registered in file order, and a
+/// reference resolves only to a definition on an earlier line, so the result
+/// and the first error, by line, are those of a sequential read.
+pub fn read_batches<R: Read + Send>(
+    reader: R,
+    source_name: &str,
+    options: &ReadOptions,
+    mut sink: impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
+) -> Result<ReadStats, ArtifactError> {
+    let window_bytes = options.window_bytes.max(1);
+    let mut stats = ReadStats::default();
+    let mut state = WindowState {
+        source_name,
+        registry: Registry::default(),
+        interner: Interner::default(),
+        chunk_bytes: options.chunk_bytes.max(1),
+        fast: options.fast_path,
+    };
+    std::thread::scope(|scope| {
+        let (sender, receiver) = mpsc::sync_channel::<io::Result<(Vec<u8>, bool)>>(1);
+        scope.spawn(move || read_windows(reader, window_bytes, &sender));
+        for message in &receiver {
+            let (window, last) = message.map_err(|error| ArtifactError::io(source_name, &error))?;
+            let (batches, lines) = state.decode_window(&window, stats.lines + 1)?;
+            stats.bytes += window.len() as u64;
+            stats.lines += lines;
+            for batch in batches {
+                stats.records += batch.records.len() as u64;
+                sink(batch)?;
+            }
+            if last {
+                break;
+            }
+        }
+        Ok(stats)
+    })
+}
+
+/// The producer: whole-line windows, the last flagged.
+fn read_windows<R: Read>(
+    reader: R,
+    window_bytes: usize,
+    sender: &mpsc::SyncSender<io::Result<(Vec<u8>, bool)>>,
+) {
+    let mut stream = match decompressed(reader) {
+        Ok(stream) => stream,
+        Err(error) => {
+            let _ = sender.send(Err(error));
+            return;
+        }
+    };
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut window = std::mem::take(&mut carry);
+        let wanted = window.len() + window_bytes;
+        let eof = match (&mut stream).take((wanted - window.len()) as u64).read_to_end(&mut window) {
+            Ok(_) => window.len() < wanted,
+            Err(error) => {
+                let _ = sender.send(Err(error));
+                return;
+            }
+        };
+        if eof {
+            let _ = sender.send(Ok((window, true)));
+            return;
+        }
+        match complete_prefix(&window) {
+            Some(cut) => {
+                carry = window[cut..].to_vec();
+                window.truncate(cut);
+                // A closed channel means the consumer stopped on an error.
+                if sender.send(Ok((window, false))).is_err() {
+                    return;
+                }
+            }
+            // Not one complete line yet: read on into the same window.
+            None => carry = window,
+        }
+    }
+}
+
+struct WindowState<'a> {
+    source_name: &'a str,
+    registry: Registry,
+    interner: Interner,
+    chunk_bytes: usize,
+    fast: bool,
+}
+
+type DefinitionOutcome = Result<(String, std::sync::Arc<CorrelationContext>), String>;
+
+impl WindowState<'_> {
+    fn decode_window(
+        &mut self,
+        window: &[u8],
+        first_line: u64,
+    ) -> Result<(Vec<RecordBatch>, u64), ArtifactError> {
+        let chunks = split_chunks(window, self.chunk_bytes);
+        // Phase 1: count lines and find definitions, in parallel.
+        let scans: Vec<(u64, Vec<(u64, DefinitionOutcome)>)> = chunks
+            .par_iter()
+            .map_with(self.interner.clone(), |interner, chunk| scan_chunk(chunk, interner))
+            .collect();
+        // Phase 2: register definitions in file order.
+        let mut starts = Vec::with_capacity(chunks.len());
+        let mut outcomes: Vec<Vec<(u64, Result<(), String>)>> = Vec::with_capacity(chunks.len());
+        let mut next_line = first_line;
+        for (count, definitions) in scans {
+            starts.push(next_line);
+            let mut chunk_outcomes = Vec::with_capacity(definitions.len());
+            for (relative, outcome) in definitions {
+                let line = next_line + relative;
+                let outcome = outcome.and_then(|(id, context)| self.registry.define(id, context, line));
+                chunk_outcomes.push((line, outcome));
+            }
+            outcomes.push(chunk_outcomes);
+            next_line += count;
+        }
+        // Phase 3: decode, in parallel, against the registry.
+        let registry = &self.registry;
+        let fast = self.fast;
+        let results: Vec<Result<RecordBatch, (u64, LineError)>> = chunks
+            .par_iter()
+            .zip(starts.par_iter())
+            .zip(outcomes.par_iter())
+            .map_with(self.interner.clone(), |interner, ((chunk, start), definitions)| {
+                decode_chunk(chunk, *start, definitions, registry, interner, fast)
+            })
+            .collect();
+        let mut batches = Vec::with_capacity(results.len());
+        for result in results {
+            match result {
+                Ok(batch) => batches.push(batch),
+                Err((line, (kind, reason))) => {
+                    return Err(ArtifactError::at_line(self.source_name, line, kind, reason));
+                }
+            }
+        }
+        Ok((batches, next_line - first_line))
+    }
+}
+
+/// Cuts a window into chunks of about `size` bytes, each ending just after a
+/// `\n` (so no `\r\n` is split), the last taking the rest.
+fn split_chunks(window: &[u8], size: usize) -> Vec<&[u8]> {
+    let mut chunks = Vec::with_capacity(window.len() / size + 1);
+    let mut rest = window;
+    while !rest.is_empty() {
+        let cut = if rest.len() <= size {
+            rest.len()
+        } else {
+            memchr::memchr(b'\n', &rest[size..]).map_or(rest.len(), |at| size + at + 1)
+        };
+        let (chunk, tail) = rest.split_at(cut);
+        chunks.push(chunk);
+        rest = tail;
+    }
+    chunks
+}
+
+fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, DefinitionOutcome)>) {
+    let finder = memmem::Finder::new(CONTEXT_EVENT_TYPE.as_bytes());
+    let mut definitions = Vec::new();
+    let mut count = 0;
+    let candidates = memchr::memchr(b'\\', chunk).is_some() || finder.find(chunk).is_some();
+    for (line, _) in Lines::new(chunk) {
+        if candidates
+            && may_define(line, &finder)
+            && let Some(outcome) = definition_of(line, interner)
+        {
+            definitions.push((count, outcome));
+        }
+        count += 1;
+    }
+    (count, definitions)
+}
+
+fn decode_chunk(
+    chunk: &[u8],
+    start: u64,
+    definitions: &[(u64, Result<(), String>)],
+    registry: &Registry,
+    interner: &mut Interner,
+    fast: bool,
+) -> Result<RecordBatch, (u64, LineError)> {
+    let mut batch = RecordBatch::default();
+    let mut definitions = definitions.iter().peekable();
+    for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
+        if let Some((_, outcome)) = definitions.next_if(|(at, _)| *at == line_number) {
+            match outcome {
+                Ok(()) => continue,
+                Err(reason) => return Err((line_number, (ErrorKind::Invalid, reason.clone()))),
+            }
+        }
+        match decode_row(line, terminated, line_number, registry, interner, fast) {
+            Ok(None) => {}
+            Ok(Some(Row::Record(record))) => {
+                batch.lines.push(line_number);
+                batch.records.push(record);
+            }
+            Ok(Some(Row::Definition(..))) => {
+                // The scan finds every definition; see `may_define`.
+                return Err((line_number, (ErrorKind::Invalid, "definition missed by the scan".to_owned())));
+            }
+            Err(error) => return Err((line_number, error)),
+        }
+    }
+    Ok(batch)
+}
+
+/// Reads an artifact one record at a time, in file order, on the calling
+/// thread: for callers that must not hold the whole artifact and want each
+/// record's line. An iterator of `(line, record)`; it ends after the first
+/// error.
+///
+/// ```
+/// use tally_artifact::ArtifactReader;
+/// let text = b"\n{\"schema_version\": 1, \"event_type\": \"infer.session\"}\n";
+/// let mut reader = ArtifactReader::new(&text[..], "mem");
+/// let (line, record) = reader.next().unwrap().unwrap();
+/// assert_eq!((line, record.schema_version()), (2, 1));
+/// assert!(reader.next().is_none());
+/// ```
+pub struct ArtifactReader<R> {
+    reader: R,
+    decoder: RecordDecoder,
+    buffer: Vec<u8>,
+    position: usize,
+    line: u64,
+    done: bool,
+}
+
+impl ArtifactReader<BufReader<Sniffed<Box<dyn Read + Send>>>> {
+    /// Opens a path (or `-` for standard input), plain or gzip.
+    pub fn open(path: &Path) -> Result<Self, ArtifactError> {
+        Ok(Self::new(open_artifact(path)?, source_name(path)))
+    }
+}
+
+impl<R: BufRead> ArtifactReader<R> {
+    /// Reads `reader`, naming it `source_name` in errors. Wrap gzip data in
+    /// [`decompressed`] first.
+    pub fn new(reader: R, source_name: impl Into<String>) -> Self {
+        Self {
+            reader,
+            decoder: RecordDecoder::new(source_name),
+            buffer: Vec::new(),
+            position: 0,
+            line: 0,
+            done: false,
+        }
+    }
+
+    /// Physical lines read so far.
+    pub fn lines_read(&self) -> u64 {
+        self.line
+    }
+
+    fn fail(&mut self, error: ArtifactError) -> Option<Result<(u64, InferenceRecord), ArtifactError>> {
+        self.done = true;
+        Some(Err(error))
+    }
+}
+
+impl<R: BufRead> Iterator for ArtifactReader<R> {
+    type Item = Result<(u64, InferenceRecord), ArtifactError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while !self.done {
+            if self.position >= self.buffer.len() {
+                self.buffer.clear();
+                self.position = 0;
+                match self.reader.read_until(b'\n', &mut self.buffer) {
+                    Ok(0) => {
+                        self.done = true;
+                        return None;
+                    }
+                    Ok(_) => {}
+                    Err(error) => {
+                        let error = ArtifactError::io(self.decoder.source_name(), &error);
+                        return self.fail(error);
+                    }
+                }
+            }
+            // `read_until` stops after `\n`; a bare `\r` inside splits further.
+            let rest = &self.buffer[self.position..];
+            let mut lines = Lines::new(rest);
+            let (line, terminated) = lines.next()?;
+            self.position += rest.len() - lines.remaining();
+            self.line += 1;
+            let line_number = self.line;
+            match self.decoder.decode(line, terminated, line_number) {
+                Ok(Some(record)) => return Some(Ok((line_number, record))),
+                Ok(None) => {}
+                Err((kind, reason)) => {
+                    let error = ArtifactError::at_line(self.decoder.source_name(), line_number, kind, reason);
+                    return self.fail(error);
+                }
+            }
+        }
+        None
+    }
+}

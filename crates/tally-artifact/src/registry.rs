@@ -1,0 +1,115 @@
+//! Shared contexts: interning identical contexts into one `Arc`, and the v4
+//! registry of `context_id` definitions.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use tally_core::CorrelationContext;
+
+/// How many recently used contexts a decoder compares before hashing.
+const RECENT: usize = 8;
+
+/// Contexts seen so far, one `Arc` per distinct value. Cheap to clone: clones
+/// share the pool, each keeps its own short list of recent contexts (so
+/// parallel decoders rarely touch the lock).
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    recent: Vec<Arc<CorrelationContext>>,
+    pool: Arc<Mutex<HashSet<Arc<CorrelationContext>>>>,
+}
+
+impl Clone for Interner {
+    fn clone(&self) -> Self {
+        Self { recent: Vec::new(), pool: Arc::clone(&self.pool) }
+    }
+}
+
+impl Interner {
+    /// The recent context for which `matches` holds, moved to the front.
+    #[inline]
+    pub(crate) fn find_recent(
+        &mut self,
+        mut matches: impl FnMut(&CorrelationContext) -> bool,
+    ) -> Option<Arc<CorrelationContext>> {
+        let index = self.recent.iter().position(|context| matches(context))?;
+        if index > 0 {
+            let context = self.recent.remove(index);
+            self.recent.insert(0, context);
+        }
+        self.recent.first().cloned()
+    }
+
+    /// The shared `Arc` for `context`.
+    pub(crate) fn intern(&mut self, context: CorrelationContext) -> Arc<CorrelationContext> {
+        if let Some(found) = self.find_recent(|known| *known == context) {
+            return found;
+        }
+        let shared = {
+            // A poisoned lock only means another decoder panicked; the set
+            // itself is always consistent.
+            let mut pool = self.pool.lock().unwrap_or_else(|poison| poison.into_inner());
+            match pool.get(&context) {
+                Some(found) => Arc::clone(found),
+                None => {
+                    let fresh = Arc::new(context);
+                    pool.insert(Arc::clone(&fresh));
+                    fresh
+                }
+            }
+        };
+        self.remember(Arc::clone(&shared));
+        shared
+    }
+
+    fn remember(&mut self, context: Arc<CorrelationContext>) {
+        if self.recent.len() == RECENT {
+            self.recent.pop();
+        }
+        self.recent.insert(0, context);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Definition {
+    line: u64,
+    context: Arc<CorrelationContext>,
+}
+
+/// v4 definitions by `context_id`, with the line that first defined each, so
+/// a parallel decoder that already knows later definitions still refuses a
+/// reference that comes before its definition.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Registry {
+    definitions: HashMap<String, Definition>,
+}
+
+impl Registry {
+    /// Records a definition at `line`; an ID already defined with another
+    /// context is stormlog's "conflicting context definition".
+    pub(crate) fn define(
+        &mut self,
+        id: String,
+        context: Arc<CorrelationContext>,
+        line: u64,
+    ) -> Result<(), String> {
+        match self.definitions.get(&id) {
+            Some(previous) if *previous.context != *context => {
+                Err(format!("conflicting context definition: {id}"))
+            }
+            Some(_) => Ok(()),
+            None => {
+                self.definitions.insert(id, Definition { line, context });
+                Ok(())
+            }
+        }
+    }
+
+    /// The context `id` names for a row at `line`.
+    #[inline]
+    pub(crate) fn lookup(&self, id: &str, line: u64) -> Option<&Arc<CorrelationContext>> {
+        self.definitions
+            .get(id)
+            .filter(|definition| definition.line < line)
+            .map(|definition| &definition.context)
+    }
+}

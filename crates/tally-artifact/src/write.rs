@@ -1,0 +1,312 @@
+//! Writing artifacts byte for byte as stormlog does, atomically.
+
+use std::collections::HashMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{Map, Value};
+use tally_core::{
+    CONTEXT_REFERENCE_SCHEMA_VERSION, CorrelationContext, CorrelationEvent, EventType, InferenceRecord,
+};
+
+use crate::decode::CONTEXT_EVENT_TYPE;
+use crate::error::{ArtifactError, ErrorKind};
+use crate::pyjson::{Separators, write_map};
+use crate::sha256::sha256_hex;
+
+/// How events carry their context.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Form {
+    /// Each event embeds its context (schema 2, or 3 for an activity with
+    /// `metadata.intervals`), as `event.to_record()` in stormlog.
+    #[default]
+    Embedded,
+    /// Schema 4: each distinct context written once as an `infer.context`
+    /// row, events referring to it by `context_id`, as stormlog's
+    /// `CorrelationRecordEncoder` writes. An activity whose
+    /// `metadata.intervals` is `null` stays embedded (v4 cannot carry it).
+    Compact,
+}
+
+/// The `context_id` stormlog generates for a context: `ctx-` and the first
+/// 16 hex digits of the SHA-256 of its JSON (sorted keys, compact
+/// separators, ASCII only).
+///
+/// ```
+/// use tally_core::{ClockKind, CollectionMode, CorrelationContext, NonEmptyString, Provenance};
+/// let text = |value: &str| NonEmptyString::new(value).unwrap();
+/// let context = CorrelationContext::new(text("r"), text("s"), text("p"), text("t"), text("host"),
+///     ClockKind::Monotonic, CollectionMode::Active, Provenance::Observed);
+/// let id = tally_artifact::context_id(&context);
+/// assert!(id.starts_with("ctx-") && id.len() == 20);
+/// ```
+pub fn context_id(context: &CorrelationContext) -> String {
+    let mut canonical = Vec::new();
+    crate::pyjson::write_value(&mut canonical, &context.to_json(), Separators::COMPACT);
+    let digest = sha256_hex(&canonical);
+    format!("ctx-{}", &digest[..16])
+}
+
+/// Why a record cannot be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct EncodeError(String);
+
+/// Turns records into artifact lines, keeping the context IDs it has
+/// defined (for [`Form::Compact`]). Each line is `json.dumps(row,
+/// sort_keys=True)` plus `\n`, as stormlog writes it.
+///
+/// ```
+/// use tally_artifact::{ArtifactEncoder, Form};
+/// let record = tally_core::parse_inference_record(serde_json::json!({
+///     "schema_version": 1, "event_type": "infer.session", "b": [1.5, "é"], "a": null
+/// })).unwrap();
+/// let mut out = Vec::new();
+/// ArtifactEncoder::new(Form::Compact).encode(&record, &mut out).unwrap();
+/// assert_eq!(out, b"{\"a\": null, \"b\": [1.5, \"\\u00e9\"], \"event_type\": \"infer.session\", \"schema_version\": 1}\n");
+/// ```
+#[derive(Debug, Default)]
+pub struct ArtifactEncoder {
+    form: Form,
+    /// Defined IDs by context pointer (the common, cheap hit) ...
+    by_pointer: HashMap<usize, (Arc<CorrelationContext>, Arc<str>)>,
+    /// ... and by value.
+    by_value: HashMap<Arc<CorrelationContext>, Arc<str>>,
+    by_id: HashMap<Arc<str>, Arc<CorrelationContext>>,
+}
+
+impl ArtifactEncoder {
+    /// An encoder for `form` that has defined no context yet.
+    pub fn new(form: Form) -> Self {
+        Self { form, ..Self::default() }
+    }
+
+    /// The form it writes.
+    pub fn form(&self) -> Form {
+        self.form
+    }
+
+    /// Appends the lines of one record to `out`: for a compact event whose
+    /// context is new, its definition line first.
+    pub fn encode(&mut self, record: &InferenceRecord, out: &mut Vec<u8>) -> Result<(), EncodeError> {
+        match record {
+            InferenceRecord::Legacy(legacy) => {
+                let raw = legacy.raw();
+                let transport = raw.contains_key("context_id")
+                    || legacy.event_type() == CONTEXT_EVENT_TYPE
+                    || raw.get("schema_version").is_some_and(|version| {
+                        tally_core::python_json_eq(version, &Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION))
+                    });
+                if transport {
+                    // It would not read back; stormlog's encoder refuses it too.
+                    return Err(EncodeError("writer accepts embedded semantic records only".into()));
+                }
+                write_line(out, raw);
+            }
+            InferenceRecord::Event(event) if self.form == Form::Embedded || null_intervals(event) => {
+                write_line(out, &event.to_record());
+            }
+            InferenceRecord::Event(event) => {
+                let id = self.define(event.context_arc(), out)?;
+                let mut row = event.to_record();
+                row.remove("context");
+                row.insert("context_id".into(), Value::String(id.to_string()));
+                row.insert("schema_version".into(), Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION));
+                write_line(out, &row);
+            }
+        }
+        Ok(())
+    }
+
+    /// The ID of `context`, writing its definition first if it is new.
+    fn define(
+        &mut self,
+        context: &Arc<CorrelationContext>,
+        out: &mut Vec<u8>,
+    ) -> Result<Arc<str>, EncodeError> {
+        let pointer = Arc::as_ptr(context) as usize;
+        if let Some((_, id)) = self.by_pointer.get(&pointer) {
+            return Ok(Arc::clone(id));
+        }
+        let id = match self.by_value.get(context) {
+            Some(id) => Arc::clone(id),
+            None => {
+                let id: Arc<str> = context_id(context).into();
+                if self.by_id.get(&id).is_some_and(|known| **known != **context) {
+                    return Err(EncodeError(format!("conflicting context definition: {id}")));
+                }
+                let mut row = Map::new();
+                row.insert("schema_version".into(), Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION));
+                row.insert("event_type".into(), Value::from(CONTEXT_EVENT_TYPE));
+                row.insert("context_id".into(), Value::String(id.to_string()));
+                row.insert("context".into(), context.to_json());
+                write_line(out, &row);
+                self.by_value.insert(Arc::clone(context), Arc::clone(&id));
+                self.by_id.insert(Arc::clone(&id), Arc::clone(context));
+                id
+            }
+        };
+        // Holding the Arc keeps the pointer from being reused by another context.
+        self.by_pointer.insert(pointer, (Arc::clone(context), Arc::clone(&id)));
+        Ok(id)
+    }
+}
+
+/// stormlog's `_null_intervals`: an activity naming `intervals` without a value.
+fn null_intervals(event: &CorrelationEvent) -> bool {
+    event.event_type() == EventType::ActivityRef && event.metadata().get("intervals") == Some(&Value::Null)
+}
+
+fn write_line(out: &mut Vec<u8>, row: &Map<String, Value>) {
+    write_map(out, row, Separators::DEFAULT);
+    out.push(b'\n');
+}
+
+/// The whole artifact text of `records` in `form`.
+pub fn encode_artifact(records: &[InferenceRecord], form: Form) -> Result<Vec<u8>, EncodeError> {
+    let mut encoder = ArtifactEncoder::new(form);
+    let mut out = Vec::new();
+    for record in records {
+        encoder.encode(record, &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Writes `records` to `path` in `form`, atomically: the text goes to a
+/// temporary file beside `path`, which is synced and renamed over it only
+/// when complete, so a crash never leaves half an artifact. `-` writes to
+/// standard output.
+pub fn write_artifact(path: &Path, records: &[InferenceRecord], form: Form) -> Result<(), ArtifactError> {
+    let mut writer = ArtifactWriter::create(path, form)?;
+    for record in records {
+        writer.write(record)?;
+    }
+    writer.finish()
+}
+
+static TEMPORARY_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+enum Sink {
+    File { file: BufWriter<File>, temporary: PathBuf },
+    Stdout(BufWriter<io::Stdout>),
+}
+
+/// Writes an artifact record by record, atomically (see
+/// [`write_artifact`]). Dropping it without [`ArtifactWriter::finish`]
+/// removes the temporary file and leaves `path` as it was.
+pub struct ArtifactWriter {
+    target: PathBuf,
+    name: String,
+    sink: Option<Sink>,
+    encoder: ArtifactEncoder,
+    buffer: Vec<u8>,
+    records: u64,
+}
+
+impl ArtifactWriter {
+    /// Starts writing `path` (or standard output for `-`).
+    pub fn create(path: &Path, form: Form) -> Result<Self, ArtifactError> {
+        let name = path.display().to_string();
+        let sink = if path.as_os_str() == "-" {
+            Sink::Stdout(BufWriter::with_capacity(1 << 20, io::stdout()))
+        } else {
+            let (file, temporary) =
+                create_temporary(path).map_err(|error| ArtifactError::io(&name, &error))?;
+            Sink::File { file: BufWriter::with_capacity(1 << 20, file), temporary }
+        };
+        Ok(Self {
+            target: path.to_path_buf(),
+            name,
+            sink: Some(sink),
+            encoder: ArtifactEncoder::new(form),
+            buffer: Vec::with_capacity(4096),
+            records: 0,
+        })
+    }
+
+    /// Appends one record.
+    pub fn write(&mut self, record: &InferenceRecord) -> Result<(), ArtifactError> {
+        self.buffer.clear();
+        self.records += 1;
+        if let Err(error) = self.encoder.encode(record, &mut self.buffer) {
+            return Err(ArtifactError::whole(
+                &self.name,
+                ErrorKind::Unwritable,
+                format!("record {}: {error}", self.records),
+            ));
+        }
+        let result = match self.sink.as_mut() {
+            Some(Sink::File { file, .. }) => file.write_all(&self.buffer),
+            Some(Sink::Stdout(out)) => out.write_all(&self.buffer),
+            None => Ok(()),
+        };
+        result.map_err(|error| ArtifactError::io(&self.name, &error))
+    }
+
+    /// Flushes, syncs and moves the file into place.
+    pub fn finish(mut self) -> Result<(), ArtifactError> {
+        let name = self.name.clone();
+        let io_error = |error: io::Error| ArtifactError::io(&name, &error);
+        match self.sink.take() {
+            None => Ok(()),
+            Some(Sink::Stdout(mut out)) => out.flush().map_err(io_error),
+            Some(Sink::File { file, temporary }) => {
+                let result = finish_file(file, &temporary, &self.target);
+                if result.is_err() {
+                    let _ = fs::remove_file(&temporary);
+                }
+                result.map_err(io_error)
+            }
+        }
+    }
+}
+
+impl Drop for ArtifactWriter {
+    fn drop(&mut self) {
+        if let Some(Sink::File { temporary, .. }) = self.sink.take() {
+            let _ = fs::remove_file(temporary);
+        }
+    }
+}
+
+/// A new file beside `target`, created with the default mode (0o666 less
+/// the umask, as stormlog's writer does; a `tempfile` file would be 0o600).
+fn create_temporary(target: &Path) -> io::Result<(File, PathBuf)> {
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|elapsed| elapsed.as_nanos()).unwrap_or(0);
+    loop {
+        let serial = TEMPORARY_COUNTER.fetch_add(1, Ordering::Relaxed);
+        let temporary = directory.join(format!(".{base}.{}-{nanos:x}-{serial}.tmp", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&temporary) {
+            Ok(file) => return Ok((file, temporary)),
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(error) => return Err(error),
+        }
+    }
+}
+
+fn finish_file(file: BufWriter<File>, temporary: &Path, target: &Path) -> io::Result<()> {
+    let file = file.into_inner().map_err(|error| error.into_error())?;
+    file.sync_all()?;
+    // An existing artifact keeps its permissions, as with stormlog.
+    if let Ok(metadata) = fs::metadata(target) {
+        fs::set_permissions(temporary, metadata.permissions())?;
+    }
+    drop(file);
+    fs::rename(temporary, target)?;
+    if let Some(parent) = target.parent().filter(|parent| !parent.as_os_str().is_empty()) {
+        // Make the rename itself durable; not all filesystems allow it.
+        if let Ok(directory) = File::open(parent) {
+            let _ = directory.sync_all();
+        }
+    }
+    Ok(())
+}
