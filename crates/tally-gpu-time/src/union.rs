@@ -188,3 +188,104 @@ impl UnionSweep {
         self.busy + self.current.map_or(0, |(from, to)| to - from)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn intervals(max_len: usize) -> impl Strategy<Value = Vec<(u64, u64)>> {
+        proptest::collection::vec(
+            (0u64..200, 0u64..40).prop_map(|(start, length)| (start, start + length)),
+            0..max_len,
+        )
+    }
+
+    /// The brute-force answers on a small time axis.
+    fn naive(intervals: &[(u64, u64)]) -> (u64, u64, IdleGaps, Option<(u64, u64)>) {
+        let active = |t: u64| intervals.iter().filter(|&&(s, e)| s <= t && t < e).count() as u64;
+        let non_empty: Vec<_> = intervals.iter().filter(|(s, e)| e > s).collect();
+        let envelope = non_empty.iter().map(|(s, _)| *s).min().zip(non_empty.iter().map(|(_, e)| *e).max());
+        let mut busy = 0;
+        let mut peak = 0;
+        let mut gaps = IdleGaps::default();
+        let mut run = 0;
+        if let Some((first, last)) = envelope {
+            for t in first..last {
+                let count = active(t);
+                peak = peak.max(count);
+                if count > 0 {
+                    busy += 1;
+                    if run > 0 {
+                        gaps.count += 1;
+                        gaps.total_ns += run;
+                        gaps.longest_ns = gaps.longest_ns.max(run);
+                    }
+                    run = 0;
+                } else {
+                    run += 1;
+                }
+            }
+        }
+        (busy, peak, gaps, envelope)
+    }
+
+    proptest! {
+        #[test]
+        fn the_sweep_agrees_with_counting_instants(mut items in intervals(30)) {
+            let (busy, peak, gaps, envelope) = naive(&items);
+            items.sort_unstable();
+            let mut sweep = Sweep::default();
+            for &(start, end) in &items {
+                sweep.push(start, end);
+            }
+            let result = sweep.finish();
+            prop_assert_eq!(result.busy_ns, busy);
+            prop_assert_eq!(result.peak_concurrency, peak);
+            prop_assert_eq!(result.gaps, gaps);
+            prop_assert_eq!(result.envelope, envelope);
+            let mut copy = items.clone();
+            prop_assert_eq!(union_ns(&mut copy), busy);
+        }
+
+        #[test]
+        fn the_radix_sort_sorts(mut keys in proptest::collection::vec(any::<u64>(), 0..3000), narrow in any::<bool>()) {
+            if narrow {
+                // Timestamps sharing their high bytes: most passes skipped.
+                for key in &mut keys {
+                    *key = 1_700_000_000_000_000_000 + (*key % 5_000_000);
+                }
+            }
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            radix_sort(&mut keys, |key| *key);
+            prop_assert_eq!(keys, expected);
+        }
+    }
+
+    #[test]
+    fn large_inputs_take_the_radix_path_and_agree() {
+        let mut state = 0x1234_5678_9abc_def0u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut pairs: Vec<(u64, u64)> = (0..(RADIX_THRESHOLD * 3))
+            .map(|_| {
+                let start = next() % 10_000_000;
+                (start, start + next() % 5_000)
+            })
+            .collect();
+        let mut reference = pairs.clone();
+        reference.sort_unstable();
+        let mut sweep = UnionSweep::default();
+        for &(start, end) in &reference {
+            sweep.push(start, end);
+        }
+        assert_eq!(union_ns(&mut pairs), sweep.finish());
+        assert!(pairs.windows(2).all(|pair| pair[0].0 <= pair[1].0));
+    }
+}
