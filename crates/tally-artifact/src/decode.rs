@@ -21,8 +21,8 @@ pub const CONTEXT_EVENT_TYPE: &str = "infer.context";
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant, reason = "records dominate; a definition is rare and short-lived")]
 pub(crate) enum Row {
-    /// An event or a legacy record.
-    Record(InferenceRecord),
+    /// An event or a legacy record, and whether it was a v4 reference row.
+    Record(InferenceRecord, bool),
     /// A v4 definition, not yet registered.
     Definition(String, Arc<CorrelationContext>),
 }
@@ -37,7 +37,9 @@ fn invalid(reason: impl Into<String>) -> LineError {
 /// The JSON of a non-blank line, or why it is not JSON.
 pub(crate) fn parse_json(line: &[u8], terminated: bool) -> Result<Value, LineError> {
     serde_json::from_slice(line).map_err(|error| {
-        let reason = if error.is_eof() && !terminated {
+        let reason = if let Err(bad) = std::str::from_utf8(line) {
+            format!("not UTF-8: invalid byte at column {}", bad.valid_up_to() + 1)
+        } else if error.is_eof() && !terminated {
             format!("truncated last line: {error}")
         } else {
             format!("invalid JSON: {error}")
@@ -73,7 +75,7 @@ pub(crate) fn definition_of(
     }
     Some(match expand(record, 0, &Registry::default(), interner) {
         Ok(Row::Definition(id, context)) => Ok((id, context)),
-        Ok(Row::Record(_)) => Err("infer.context row decoded as an event".to_owned()),
+        Ok(Row::Record(..)) => Err("infer.context row decoded as an event".to_owned()),
         Err((_, reason)) => Err(reason),
     })
 }
@@ -101,7 +103,7 @@ pub(crate) fn expand(
             let context = map.remove("context").unwrap_or(Value::Null);
             Ok(interner.intern(CorrelationContext::from_json(context)?))
         })
-        .map(Row::Record)
+        .map(|record| Row::Record(record, false))
         .map_err(|error| invalid(error.message()));
     }
     // `type(version) is int`: neither 4.0 nor a boolean.
@@ -154,7 +156,7 @@ pub(crate) fn expand(
         map.remove("context");
         Ok(context)
     })
-    .map(Row::Record)
+    .map(|record| Row::Record(record, true))
     .map_err(|error| invalid(error.message()))
 }
 
@@ -231,7 +233,7 @@ impl RecordDecoder {
     ) -> Result<Option<InferenceRecord>, LineError> {
         match decode_row(line, terminated, line_number, &self.registry, &mut self.interner, self.fast)? {
             None => Ok(None),
-            Some(Row::Record(record)) => Ok(Some(record)),
+            Some(Row::Record(record, _)) => Ok(Some(record)),
             Some(Row::Definition(id, context)) => {
                 self.registry.define(id, context, line_number).map_err(invalid)?;
                 Ok(None)
@@ -254,8 +256,8 @@ pub(crate) fn decode_row(
     if is_blank(line) {
         return Ok(None);
     }
-    if fast && let Some(record) = crate::fast::decode(line, line_number, registry, interner) {
-        return Ok(Some(Row::Record(record)));
+    if fast && let Some((record, compact)) = crate::fast::decode(line, line_number, registry, interner) {
+        return Ok(Some(Row::Record(record, compact)));
     }
     let value = parse_json(line, terminated)?;
     let Value::Object(record) = value else {

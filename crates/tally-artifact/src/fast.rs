@@ -197,14 +197,15 @@ raw_object!(RawRow {
     valid_to_ns: u64,
 });
 
-/// The record on `line`, when the fast path can decide it alone.
+/// The record on `line`, and whether it was a v4 reference row, when the
+/// fast path can decide it alone.
 #[inline]
 pub(crate) fn decode(
     line: &[u8],
     line_number: u64,
     registry: &Registry,
     interner: &mut Interner,
-) -> Option<InferenceRecord> {
+) -> Option<(InferenceRecord, bool)> {
     // Only an object: serde would read a struct from an array too.
     let first = line.iter().find(|byte| !matches!(byte, b' ' | b'\t' | b'\r' | b'\n'))?;
     if *first != b'{' {
@@ -251,7 +252,8 @@ pub(crate) fn decode(
     if !row.all_taken() {
         return None;
     }
-    CorrelationEvent::new(context, event_id, Metadata::new(metadata), body).ok().map(InferenceRecord::Event)
+    let event = CorrelationEvent::new(context, event_id, Metadata::new(metadata), body).ok()?;
+    Some((InferenceRecord::Event(event), version == 4))
 }
 
 fn body(event_type: EventType, row: &mut RawRow<'_>) -> Option<EventBody> {

@@ -144,6 +144,10 @@ pub struct RecordBatch {
     pub lines: Vec<u64>,
     /// The records, in file order.
     pub records: Vec<InferenceRecord>,
+    /// How many of them were v4 rows naming their context by `context_id`.
+    pub compact_records: u64,
+    /// `infer.context` definitions consumed among these lines.
+    pub definitions: u64,
 }
 
 /// What [`read_batches`] read.
@@ -155,6 +159,10 @@ pub struct ReadStats {
     pub lines: u64,
     /// Records delivered.
     pub records: u64,
+    /// Records that were v4 rows naming their context by `context_id`.
+    pub compact_records: u64,
+    /// `infer.context` definition rows.
+    pub definitions: u64,
 }
 
 /// Decodes an artifact in parallel and hands its records to `sink` in file
@@ -192,6 +200,8 @@ pub fn read_batches<R: Read + Send>(
             stats.lines += lines;
             for batch in batches {
                 stats.records += batch.records.len() as u64;
+                stats.compact_records += batch.compact_records;
+                stats.definitions += batch.definitions;
                 sink(batch)?;
             }
             if last {
@@ -354,15 +364,19 @@ fn decode_chunk(
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
         if let Some((_, outcome)) = definitions.next_if(|(at, _)| *at == line_number) {
             match outcome {
-                Ok(()) => continue,
+                Ok(()) => {
+                    batch.definitions += 1;
+                    continue;
+                }
                 Err(reason) => return Err((line_number, (ErrorKind::Invalid, reason.clone()))),
             }
         }
         match decode_row(line, terminated, line_number, registry, interner, fast) {
             Ok(None) => {}
-            Ok(Some(Row::Record(record))) => {
+            Ok(Some(Row::Record(record, compact))) => {
                 batch.lines.push(line_number);
                 batch.records.push(record);
+                batch.compact_records += u64::from(compact);
             }
             Ok(Some(Row::Definition(..))) => {
                 // The scan finds every definition; see `may_define`.

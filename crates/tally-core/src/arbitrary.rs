@@ -75,7 +75,7 @@ fn arb_opt_ref() -> impl Strategy<Value = Option<EntityRef>> {
 }
 
 /// A capture context, with each optional field present or not.
-pub fn arb_context() -> impl Strategy<Value = CorrelationContext> {
+pub fn arb_context() -> BoxedStrategy<CorrelationContext> {
     let required = (
         arb_non_empty(),
         arb_non_empty(),
@@ -93,21 +93,23 @@ pub fn arb_context() -> impl Strategy<Value = CorrelationContext> {
         prop::option::of(arb_u64()),
         prop::option::of(arb_u64().prop_filter_map("world_size >= 1", NonZeroU64::new)),
     );
-    (required, texts, numbers).prop_map(|(required, mut texts, numbers)| {
-        let (run, session, producer, source, clock, kind, mode, provenance) = required;
-        let mut context =
-            CorrelationContext::new(run, session, producer, source, clock, kind, mode, provenance);
-        let mut next = || texts.pop().flatten();
-        context.source_version = next();
-        context.engine = next();
-        context.engine_version = next();
-        context.backend = next();
-        context.backend_version = next();
-        context.host = next();
-        context.device_uuid = next();
-        (context.pid, context.rank, context.local_rank, context.world_size) = numbers;
-        context
-    })
+    (required, texts, numbers)
+        .prop_map(|(required, mut texts, numbers)| {
+            let (run, session, producer, source, clock, kind, mode, provenance) = required;
+            let mut context =
+                CorrelationContext::new(run, session, producer, source, clock, kind, mode, provenance);
+            let mut next = || texts.pop().flatten();
+            context.source_version = next();
+            context.engine = next();
+            context.engine_version = next();
+            context.backend = next();
+            context.backend_version = next();
+            context.host = next();
+            context.device_uuid = next();
+            (context.pid, context.rank, context.local_rank, context.world_size) = numbers;
+            context
+        })
+        .boxed()
 }
 
 /// A finite float of any magnitude, as JSON can carry it.
@@ -120,7 +122,7 @@ pub fn arb_float() -> impl Strategy<Value = f64> {
 }
 
 /// Any JSON value a metadata object may hold, nested a few levels.
-pub fn arb_json() -> impl Strategy<Value = Value> {
+pub fn arb_json() -> BoxedStrategy<Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
@@ -135,26 +137,29 @@ pub fn arb_json() -> impl Strategy<Value = Value> {
             btree_map(arb_text(), inner, 0..4).prop_map(|map| Value::Object(map.into_iter().collect())),
         ]
     })
+    .boxed()
 }
 
 /// A metadata object, often empty; never with an `intervals` key (see
 /// [`arb_activity_event`] for those).
-pub fn arb_metadata() -> impl Strategy<Value = Map<String, Value>> {
+pub fn arb_metadata() -> BoxedStrategy<Map<String, Value>> {
     prop_oneof![
         1 => Just(Map::new()),
         2 => btree_map(arb_text(), arb_json(), 0..4)
             .prop_map(|map| map.into_iter().filter(|(key, _)| key != "intervals").collect()),
     ]
+    .boxed()
 }
 
 /// A span: both ends, one, or none, with `end >= start`.
-pub fn arb_span() -> impl Strategy<Value = Span> {
+pub fn arb_span() -> BoxedStrategy<Span> {
     let both = (arb_u64(), arb_u64()).prop_map(|(a, b)| (Some(a.min(b)), Some(a.max(b))));
     let one = (prop::option::of(arb_u64()), any::<bool>())
         .prop_map(|(value, start)| if start { (value, None) } else { (None, value) });
     prop_oneof![4 => both, 1 => one]
         // The pair is ordered above, so the span is valid.
         .prop_map(|(start, end)| Span::new(start, end).expect("ordered span"))
+        .boxed()
 }
 
 fn arb_tokens() -> impl Strategy<Value = TokenCounts> {
@@ -179,7 +184,7 @@ pub fn arb_intervals(length: u64) -> impl Strategy<Value = Value> {
     })
 }
 
-fn arb_body_plain() -> impl Strategy<Value = EventBody> {
+fn arb_body_plain() -> BoxedStrategy<EventBody> {
     let artifact = (arb_non_empty(), arb_u64()).prop_map(|(artifact_kind, created_at_ns)| {
         EventBody::Artifact(ArtifactIdentity { artifact_kind, created_at_ns })
     });
@@ -241,10 +246,10 @@ fn arb_body_plain() -> impl Strategy<Value = EventBody> {
             })
         },
     );
-    prop_oneof![artifact, request, iteration, stage, membership, capabilities, alignment]
+    prop_oneof![artifact, request, iteration, stage, membership, capabilities, alignment].boxed()
 }
 
-fn arb_activity() -> impl Strategy<Value = ActivityRef> {
+fn arb_activity() -> BoxedStrategy<ActivityRef> {
     (
         (arb_entity_ref(), arb_non_empty(), prop::sample::select(ActivityDomain::ALL), arb_opt_ref(), arb_opt_ref()),
         (
@@ -273,42 +278,45 @@ fn arb_activity() -> impl Strategy<Value = ActivityRef> {
                 span,
             }
         })
+    .boxed()
 }
 
 /// An `infer.activity_ref` event in `context`: without `metadata.intervals`
 /// (schema 2), with valid intervals (schema 3), or with `"intervals": null`
 /// (schema 3 that only the embedded form can carry).
-pub fn arb_activity_event(context: Arc<CorrelationContext>) -> impl Strategy<Value = CorrelationEvent> {
-    (arb_activity(), arb_non_empty(), arb_metadata()).prop_flat_map(move |(activity, event_id, metadata)| {
-        let intervals = match activity.span.bounds() {
-            Some((start, end)) => prop_oneof![
-                2 => Just(None),
-                3 => arb_intervals(end - start).prop_map(Some),
-                1 => Just(Some(Value::Null)),
-            ]
-            .boxed(),
-            None => prop_oneof![3 => Just(None), 1 => Just(Some(Value::Null))].boxed(),
-        };
-        let context = Arc::clone(&context);
-        intervals.prop_map(move |intervals| {
-            let mut metadata = metadata.clone();
-            if let Some(intervals) = intervals {
-                metadata.insert("intervals".into(), intervals);
-            }
-            CorrelationEvent::new(
-                Arc::clone(&context),
-                event_id.clone(),
-                Metadata::new(metadata),
-                EventBody::ActivityRef(activity.clone()),
-            )
-            // The intervals were generated inside the span.
-            .expect("valid activity")
+pub fn arb_activity_event(context: Arc<CorrelationContext>) -> BoxedStrategy<CorrelationEvent> {
+    (arb_activity(), arb_non_empty(), arb_metadata())
+        .prop_flat_map(move |(activity, event_id, metadata)| {
+            let intervals = match activity.span.bounds() {
+                Some((start, end)) => prop_oneof![
+                    2 => Just(None),
+                    3 => arb_intervals(end - start).prop_map(Some),
+                    1 => Just(Some(Value::Null)),
+                ]
+                .boxed(),
+                None => prop_oneof![3 => Just(None), 1 => Just(Some(Value::Null))].boxed(),
+            };
+            let context = Arc::clone(&context);
+            intervals.prop_map(move |intervals| {
+                let mut metadata = metadata.clone();
+                if let Some(intervals) = intervals {
+                    metadata.insert("intervals".into(), intervals);
+                }
+                CorrelationEvent::new(
+                    Arc::clone(&context),
+                    event_id.clone(),
+                    Metadata::new(metadata),
+                    EventBody::ActivityRef(activity.clone()),
+                )
+                // The intervals were generated inside the span.
+                .expect("valid activity")
+            })
         })
-    })
+        .boxed()
 }
 
 /// Any event of any type in `context`.
-pub fn arb_event_in(context: Arc<CorrelationContext>) -> impl Strategy<Value = CorrelationEvent> {
+pub fn arb_event_in(context: Arc<CorrelationContext>) -> BoxedStrategy<CorrelationEvent> {
     let plain_context = Arc::clone(&context);
     let plain =
         (arb_body_plain(), arb_non_empty(), arb_metadata()).prop_map(move |(body, event_id, metadata)| {
@@ -316,19 +324,19 @@ pub fn arb_event_in(context: Arc<CorrelationContext>) -> impl Strategy<Value = C
             CorrelationEvent::new(Arc::clone(&plain_context), event_id, Metadata::new(metadata), body)
                 .expect("valid event")
         });
-    prop_oneof![3 => plain, 2 => arb_activity_event(context)]
+    prop_oneof![3 => plain, 2 => arb_activity_event(context)].boxed()
 }
 
 /// Any event, in a context of its own.
-pub fn arb_event() -> impl Strategy<Value = CorrelationEvent> {
-    arb_context().prop_flat_map(|context| arb_event_in(Arc::new(context)))
+pub fn arb_event() -> BoxedStrategy<CorrelationEvent> {
+    arb_context().prop_flat_map(|context| arb_event_in(Arc::new(context))).boxed()
 }
 
 /// A v1 record: `schema_version` 1 or absent, an `infer.` event type that is
 /// not a transport row, and arbitrary other fields.
-pub fn arb_legacy() -> impl Strategy<Value = LegacyRecord> {
-    ("[a-z_]{1,10}", any::<bool>(), btree_map("[a-z_]{1,8}", arb_json(), 0..4)).prop_map(
-        |(kind, explicit, fields)| {
+pub fn arb_legacy() -> BoxedStrategy<LegacyRecord> {
+    ("[a-z_]{1,10}", any::<bool>(), btree_map("[a-z_]{1,8}", arb_json(), 0..4))
+        .prop_map(|(kind, explicit, fields)| {
             let mut raw: Map<String, Value> = fields
                 .into_iter()
                 .filter(|(key, _)| key != "context_id" && key != "schema_version")
@@ -340,22 +348,24 @@ pub fn arb_legacy() -> impl Strategy<Value = LegacyRecord> {
                 raw.insert("schema_version".into(), Value::from(1));
             }
             LegacyRecord::new(raw)
-        },
-    )
+        })
+        .boxed()
 }
 
 /// A sequence of records as one artifact holds them: events drawn from a
 /// few shared contexts, with legacy records mixed in when `legacy` is true.
-pub fn arb_records(max: usize, legacy: bool) -> impl Strategy<Value = Vec<InferenceRecord>> {
-    vec(arb_context(), 1..4).prop_flat_map(move |contexts| {
-        let contexts: Vec<Arc<CorrelationContext>> = contexts.into_iter().map(Arc::new).collect();
-        let event =
-            prop::sample::select(contexts).prop_flat_map(arb_event_in).prop_map(InferenceRecord::Event);
-        let record = if legacy {
-            prop_oneof![6 => event, 1 => arb_legacy().prop_map(InferenceRecord::Legacy)].boxed()
-        } else {
-            event.boxed()
-        };
-        vec(record, 0..max)
-    })
+pub fn arb_records(max: usize, legacy: bool) -> BoxedStrategy<Vec<InferenceRecord>> {
+    vec(arb_context(), 1..4)
+        .prop_flat_map(move |contexts| {
+            let contexts: Vec<Arc<CorrelationContext>> = contexts.into_iter().map(Arc::new).collect();
+            let event =
+                prop::sample::select(contexts).prop_flat_map(arb_event_in).prop_map(InferenceRecord::Event);
+            let record = if legacy {
+                prop_oneof![6 => event, 1 => arb_legacy().prop_map(InferenceRecord::Legacy)].boxed()
+            } else {
+                event.boxed()
+            };
+            vec(record, 0..max)
+        })
+        .boxed()
 }

@@ -1,3 +1,47 @@
-//! The `tally` command.
+//! The `tally` command: a thin dispatcher; each subcommand lives in its own
+//! module under `cmd/`.
 
-fn main() {}
+mod cmd;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// What ML inference really costs.
+#[derive(Debug, Parser)]
+#[command(name = "tally", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check an inference artifact (JSONL, schema 1-4, plain or gzip) and
+    /// count its records per event type and schema version.
+    Validate(cmd::validate::Args),
+    /// Resolve the correlation evidence of one run (one artifact or every
+    /// rank's) and account its GPU time: summed, busy and elapsed, per
+    /// device clock and per iteration.
+    Account(cmd::account::Args),
+    /// Check a model of per-request shares of one iteration's GPU time
+    /// against the measured budget.
+    Shares(cmd::shares::Args),
+}
+
+fn main() -> ExitCode {
+    // Usage errors exit 2 from here (clap's default).
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Validate(args) => cmd::validate::run(&args),
+        Command::Account(args) => cmd::account::run(&args),
+        Command::Shares(args) => cmd::shares::run(&args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("tally: error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

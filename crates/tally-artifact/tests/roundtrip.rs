@@ -1,0 +1,254 @@
+//! Properties of the codec over arbitrary valid events (tally-core's
+//! strategies): decode(encode(e)) == e in both forms, the embedded (v2/v3)
+//! and compact (v4) artifacts of the same events decode to the same events,
+//! and the typed fast path decides every line, valid or mutated, exactly as
+//! the `serde_json::Value` path does.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+use serde_json::{Map, Value, json};
+use tally_artifact::pyjson::{Separators, to_python_json, write_map};
+use tally_artifact::{
+    ArtifactError, Form, ReadOptions, RecordDecoder, encode_artifact, read_artifact_from, read_batches,
+};
+use tally_core::InferenceRecord;
+use tally_core::arbitrary::{arb_event, arb_records};
+
+fn serialized(records: &[InferenceRecord]) -> Vec<String> {
+    records
+        .iter()
+        .map(|record| to_python_json(&Value::Object(record.to_record()), Separators::DEFAULT))
+        .collect()
+}
+
+fn decode(bytes: &[u8], options: &ReadOptions) -> Result<Vec<InferenceRecord>, ArtifactError> {
+    let mut records = Vec::new();
+    read_batches(bytes, "prop", options, |batch| {
+        records.extend(batch.records);
+        Ok(())
+    })?;
+    Ok(records)
+}
+
+/// Small windows and chunks, so batches split everywhere.
+fn tiny() -> ReadOptions {
+    ReadOptions { window_bytes: 700, chunk_bytes: 200, fast_path: true }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn embedded_round_trip(records in arb_records(12, true)) {
+        let bytes = encode_artifact(&records, Form::Embedded).expect("valid records encode");
+        let decoded = read_artifact_from(&bytes[..], "prop").expect("tally reads what it writes");
+        prop_assert_eq!(&decoded, &records);
+        prop_assert_eq!(serialized(&decoded), serialized(&records));
+        // Writing again is byte-identical: nothing drifts.
+        prop_assert_eq!(encode_artifact(&decoded, Form::Embedded).expect("encodes"), bytes);
+    }
+
+    #[test]
+    fn compact_round_trip_and_same_events_as_embedded(records in arb_records(12, true)) {
+        let embedded = encode_artifact(&records, Form::Embedded).expect("encodes");
+        let compact = encode_artifact(&records, Form::Compact).expect("encodes");
+        let from_compact = decode(&compact, &tiny()).expect("tally reads its compact form");
+        let from_embedded = decode(&embedded, &tiny()).expect("tally reads its embedded form");
+        prop_assert_eq!(&from_compact, &records);
+        prop_assert_eq!(serialized(&from_compact), serialized(&from_embedded));
+        // v2 -> v4 -> v2 is the identity on bytes.
+        prop_assert_eq!(encode_artifact(&from_compact, Form::Embedded).expect("encodes"), embedded);
+        prop_assert_eq!(encode_artifact(&from_compact, Form::Compact).expect("encodes"), compact);
+    }
+
+    #[test]
+    fn decoded_contexts_are_shared(records in arb_records(12, false)) {
+        let compact = encode_artifact(&records, Form::Compact).expect("encodes");
+        let decoded = decode(&compact, &tiny()).expect("reads");
+        let events: Vec<_> = decoded.iter().filter_map(InferenceRecord::as_event).collect();
+        for (a, b) in events.iter().zip(events.iter().skip(1)) {
+            if a.context() == b.context() {
+                prop_assert!(Arc::ptr_eq(a.context_arc(), b.context_arc()));
+            }
+        }
+    }
+}
+
+/// JSON values that break one rule or another.
+fn nasty() -> impl Strategy<Value = Value> {
+    prop::sample::select(vec![
+        Value::Null,
+        json!(-1),
+        json!(0),
+        json!(1),
+        json!(1.0),
+        json!(2),
+        json!(3),
+        json!(4),
+        json!(u64::MAX),
+        json!(""),
+        json!("x"),
+        json!(true),
+        json!([]),
+        json!({}),
+        json!([[0, 1]]),
+        json!({"intervals": null}),
+        json!({"intervals": [[0, 1]]}),
+        json!({"producer_id": "p", "id": "i"}),
+        json!(["p", "i"]),
+        json!("linked"),
+        json!("unresolved"),
+        json!("gpu"),
+        json!("monotonic"),
+        json!("infer.request"),
+        json!("infer.context"),
+        json!("c1"),
+        json!(1e300),
+    ])
+}
+
+fn keys() -> impl Strategy<Value = String> {
+    prop::sample::select(vec![
+        "schema_version",
+        "event_type",
+        "context_id",
+        "context",
+        "event_id",
+        "metadata",
+        "start_ns",
+        "end_ns",
+        "request_ref",
+        "iteration_ref",
+        "activity_ref",
+        "attribution_status",
+        "activity_domain",
+        "available",
+        "supported",
+        "offset_ns",
+        "name",
+        "run_id",
+        "producer_id",
+        "id",
+        "world_size",
+        "surprise",
+    ])
+    .prop_map(str::to_owned)
+}
+
+#[derive(Debug, Clone)]
+enum Mutation {
+    /// Remove or set a key at the top level.
+    Top(String, Option<Value>),
+    /// Remove or set a key inside the first nested object (context, a ref,
+    /// metadata) that has it or, failing that, the first nested object.
+    Nested(String, Option<Value>),
+    /// Repeat a key in the text: before the original (which then wins) or
+    /// after it (and wins).
+    Duplicate(String, Value, bool),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        (keys(), prop::option::of(nasty())).prop_map(|(key, value)| Mutation::Top(key, value)),
+        (keys(), prop::option::of(nasty())).prop_map(|(key, value)| Mutation::Nested(key, value)),
+        (keys(), nasty(), any::<bool>())
+            .prop_map(|(key, value, first)| Mutation::Duplicate(key, value, first)),
+    ]
+}
+
+fn apply(record: &mut Map<String, Value>, mutation: &Mutation, duplicates: &mut Vec<(String, Value, bool)>) {
+    let set = |map: &mut Map<String, Value>, key: &str, value: &Option<Value>| match value {
+        None => {
+            map.remove(key);
+        }
+        Some(value) => {
+            map.insert(key.to_owned(), value.clone());
+        }
+    };
+    match mutation {
+        Mutation::Top(key, value) => set(record, key, value),
+        Mutation::Nested(key, value) => {
+            let mut objects: Vec<&mut Map<String, Value>> =
+                record.values_mut().filter_map(|value| value.as_object_mut()).collect();
+            let index = objects.iter().position(|object| object.contains_key(key)).unwrap_or(0);
+            if let Some(object) = objects.get_mut(index) {
+                set(object, key, value);
+            }
+        }
+        Mutation::Duplicate(key, value, first) => duplicates.push((key.clone(), value.clone(), *first)),
+    }
+}
+
+/// The line of `record` with the duplicated keys spliced into its text.
+fn line_of(record: &Map<String, Value>, duplicates: &[(String, Value, bool)]) -> Vec<u8> {
+    let mut text = Vec::new();
+    write_map(&mut text, record, Separators::DEFAULT);
+    for (key, value, first) in duplicates {
+        let entry = format!("{}: {}", Value::String(key.clone()), value);
+        if *first {
+            let rest = text.split_off(1);
+            text.extend_from_slice(entry.as_bytes());
+            if rest != b"}" {
+                text.extend_from_slice(b", ");
+            }
+            text.extend_from_slice(&rest);
+        } else {
+            text.pop();
+            if text != b"{" {
+                text.extend_from_slice(b", ");
+            }
+            text.extend_from_slice(entry.as_bytes());
+            text.push(b'}');
+        }
+    }
+    text
+}
+
+fn outcome(decoder: &mut RecordDecoder, lines: &[Vec<u8>]) -> Result<Vec<String>, String> {
+    let mut records = Vec::new();
+    for (index, line) in lines.iter().enumerate() {
+        match decoder.decode_line(line, index as u64 + 1) {
+            Ok(Some(record)) => records.push(record),
+            Ok(None) => {}
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Ok(serialized(&records))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn fast_path_agrees_with_exact_path(
+        event in arb_event(),
+        compact in any::<bool>(),
+        mutations in prop::collection::vec(mutation(), 0..4),
+    ) {
+        let mut record = event.to_record();
+        let mut lines = Vec::new();
+        if compact {
+            let context = record.remove("context").unwrap_or(Value::Null);
+            let definition = json!({
+                "schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": context,
+            });
+            lines.push(to_python_json(&definition, Separators::DEFAULT).into_bytes());
+            record.insert("schema_version".into(), json!(4));
+            record.insert("context_id".into(), json!("c1"));
+        }
+        let mut duplicates = Vec::new();
+        for mutation in &mutations {
+            apply(&mut record, mutation, &mut duplicates);
+        }
+        lines.push(line_of(&record, &duplicates));
+        let fast = outcome(&mut RecordDecoder::new("prop"), &lines);
+        let exact = outcome(&mut RecordDecoder::new("prop").exact_only(), &lines);
+        prop_assert_eq!(&fast, &exact, "lines: {:?}", lines.iter().map(|l| String::from_utf8_lossy(l)).collect::<Vec<_>>());
+        // Only the embedded form can say `"intervals": null`.
+        let null_intervals = event.metadata().get("intervals") == Some(&Value::Null);
+        if mutations.is_empty() && !(compact && null_intervals) {
+            prop_assert!(fast.is_ok(), "an unmutated event must decode: {fast:?}");
+        }
+    }
+}

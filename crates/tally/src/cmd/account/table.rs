@@ -1,0 +1,224 @@
+//! `tally account` for people: per device clock the three figures in
+//! readable units, the overlap factor and activity counts; a per-iteration
+//! summary; what evidence could not be used, with a hint.
+
+use std::io::{self, Write};
+
+use tally_gpu_time::{DeviceClock, RunAccounting};
+use tally_resolve::{CorrelationGraph, ReferenceKind};
+
+use super::{ratio, readable_ns};
+
+pub(crate) fn write(
+    out: &mut impl Write,
+    graph: &CorrelationGraph<'_>,
+    accounting: &RunAccounting<'_>,
+) -> io::Result<()> {
+    let counts = graph.counts();
+    writeln!(out, "run {}", accounting.run_id.unwrap_or("(no correlation events)"))?;
+    writeln!(
+        out,
+        "  {} requests, {} iterations, {} stages, {} memberships, {} activities, {} clock alignments",
+        counts.requests,
+        counts.iterations,
+        counts.stages,
+        counts.memberships,
+        counts.activities,
+        counts.alignments
+    )?;
+    writeln!(out)?;
+    devices(out, accounting)?;
+    iterations(out, accounting)?;
+    evidence(out, graph, accounting)
+}
+
+fn clock_name(clock: &DeviceClock<'_>) -> String {
+    format!("{} {} ({})", clock.device_uuid, clock.clock_domain, clock.clock_kind)
+}
+
+/// Left-aligned first column, right-aligned others.
+fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Result<()> {
+    let mut widths: Vec<usize> = header.iter().map(|cell| cell.chars().count()).collect();
+    for row in rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut text = String::from(" ");
+        for (index, (cell, width)) in cells.zip(&widths).enumerate() {
+            let pad = width - cell.chars().count();
+            text.push(' ');
+            if index == 0 {
+                text.push_str(cell);
+                text.push_str(&" ".repeat(pad));
+            } else {
+                text.push_str(&" ".repeat(pad + 1));
+                text.push_str(cell);
+            }
+        }
+        text.trim_end().to_owned()
+    };
+    writeln!(out, "{}", line(&mut header.iter().copied()))?;
+    for row in rows {
+        writeln!(out, "{}", line(&mut row.iter().map(String::as_str)))?;
+    }
+    Ok(())
+}
+
+fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<()> {
+    if accounting.device_totals.is_empty() {
+        writeln!(out, "GPU time: no measured GPU activity")?;
+        return writeln!(out);
+    }
+    writeln!(out, "GPU time per device clock (summed counts overlaps twice; busy is their union)")?;
+    let rows: Vec<Vec<String>> = accounting
+        .device_totals
+        .iter()
+        .map(|total| {
+            let time = &total.time;
+            let detail = &total.detail;
+            vec![
+                clock_name(&total.clock),
+                readable_ns(time.summed_activity_ns),
+                readable_ns(u128::from(time.busy_ns)),
+                ratio(time.summed_activity_ns, time.busy_ns).map_or_else(|| "-".into(), |r| format!("{r}x")),
+                time.activity_count.to_string(),
+                detail.peak_concurrency.to_string(),
+                format!(
+                    "{} in {} gaps",
+                    readable_ns(u128::from(detail.idle_gaps.total_ns)),
+                    detail.idle_gaps.count
+                ),
+                readable_ns(u128::from(detail.idle_gaps.longest_ns)),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "device clock",
+            "summed",
+            "busy",
+            "overlap",
+            "activities",
+            "peak",
+            "idle in envelope",
+            "longest gap",
+        ],
+        &rows,
+    )?;
+    let streams: Vec<Vec<String>> = accounting
+        .device_totals
+        .iter()
+        .flat_map(|total| {
+            total.detail.streams.iter().map(move |stream| {
+                vec![
+                    clock_name(&total.clock),
+                    stream.stream_id.to_string(),
+                    readable_ns(stream.time.summed_activity_ns),
+                    readable_ns(u128::from(stream.time.busy_ns)),
+                    stream.time.activity_count.to_string(),
+                ]
+            })
+        })
+        .collect();
+    if !streams.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "Busy time per stream (activities with a stream_id)")?;
+        table(out, &["device clock", "stream", "summed", "busy", "activities"], &streams)?;
+    }
+    writeln!(out)
+}
+
+/// Nearest-rank percentiles of sorted values: p50, p90, p99, max.
+fn percentiles(sorted: &[u64]) -> Vec<String> {
+    [50usize, 90, 99, 100]
+        .iter()
+        .map(|&p| {
+            let rank = (p * sorted.len()).div_ceil(100).max(1);
+            readable_ns(u128::from(sorted[rank - 1]))
+        })
+        .collect()
+}
+
+fn iterations(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<()> {
+    let total = accounting.iterations.len();
+    let mut elapsed: Vec<u64> = accounting.iterations.iter().filter_map(|timing| timing.elapsed_ns).collect();
+    let with_gpu = accounting.iterations.iter().filter(|timing| !timing.gpu.is_empty()).count();
+    writeln!(
+        out,
+        "Iterations: {total} ({} with elapsed time on a monotonic clock, {with_gpu} with measured GPU time)",
+        elapsed.len()
+    )?;
+    let mut rows = Vec::new();
+    if !elapsed.is_empty() {
+        elapsed.sort_unstable();
+        let mut row = vec!["elapsed".to_owned(), elapsed.len().to_string()];
+        row.extend(percentiles(&elapsed));
+        rows.push(row);
+    }
+    for device in &accounting.device_totals {
+        let mut busy: Vec<u64> = accounting
+            .iterations
+            .iter()
+            .filter_map(|timing| timing.on(&device.clock))
+            .map(|t| t.busy_ns)
+            .collect();
+        if busy.is_empty() {
+            continue;
+        }
+        busy.sort_unstable();
+        let mut row = vec![format!("busy on {}", clock_name(&device.clock)), busy.len().to_string()];
+        row.extend(percentiles(&busy));
+        rows.push(row);
+    }
+    if !rows.is_empty() {
+        table(out, &["per iteration", "count", "p50", "p90", "p99", "max"], &rows)?;
+    }
+    writeln!(out)
+}
+
+fn evidence(
+    out: &mut impl Write,
+    graph: &CorrelationGraph<'_>,
+    accounting: &RunAccounting<'_>,
+) -> io::Result<()> {
+    let unattributed = accounting.unattributed_activity_refs.len();
+    let unmeasured = accounting.unmeasured_gpu_activity_refs.len();
+    let unresolved = graph.unresolved();
+    writeln!(out, "Evidence not counted in full")?;
+    writeln!(out, "  unattributed activities:   {unattributed}")?;
+    if unattributed > 0 {
+        writeln!(
+            out,
+            "    hint: they have no iteration_ref; GPU ones count in device totals but in no iteration. \
+             Link them when the producer knows the iteration (e.g. by correlation ID)."
+        )?;
+    }
+    writeln!(out, "  unmeasured GPU activities: {unmeasured}")?;
+    if unmeasured > 0 {
+        writeln!(
+            out,
+            "    hint: a GPU activity is measured only with a device_uuid in its context, a monotonic or \
+             device clock, and both start_ns and end_ns."
+        )?;
+    }
+    let count = |kind| unresolved.iter().filter(|item| item.kind == kind).count();
+    writeln!(
+        out,
+        "  unresolved references:     {} ({} request, {} attempt, {} iteration)",
+        unresolved.len(),
+        count(ReferenceKind::Request),
+        count(ReferenceKind::Attempt),
+        count(ReferenceKind::Iteration)
+    )?;
+    if !unresolved.is_empty() {
+        writeln!(
+            out,
+            "    hint: memberships, stages or activities name entities no record reported; pass every \
+             producer's (every rank's) artifact of the run, or see `--format json` for the list."
+        )?;
+    }
+    Ok(())
+}

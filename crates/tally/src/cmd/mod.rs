@@ -1,0 +1,16 @@
+//! One module per subcommand, plus what they share.
+
+pub mod account;
+pub mod progress;
+pub mod shares;
+pub mod validate;
+
+/// How a command prints its result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned text for people.
+    #[default]
+    Text,
+    /// One JSON object.
+    Json,
+}
