@@ -2,4 +2,7 @@
 //! workspace's crates as modules.
 
 pub use tally_artifact as artifact;
+pub use tally_clock as clock;
 pub use tally_core as core;
+pub use tally_gpu_time as gpu_time;
+pub use tally_resolve as resolve;
