@@ -1,28 +1,93 @@
 //! `cargo xtask test`: everything CI runs, in the order that fails fastest.
+//!
+//! It installs what the tests need by itself, so a fresh machine needs only
+//! Rust and Python: Debian packages for native pieces, the Python references
+//! and runtimes into `.venv`, then format, lint, docs and every test with
+//! every feature.
 
+use std::ffi::OsString;
+use std::path::Path;
 use std::process::Command;
 
 use crate::python::{ensure_venv, status};
 use crate::workspace_root;
 
+/// Debian packages the tests need (native libraries for optional features).
+/// Installed with apt-get only when one is missing.
+const APT_PACKAGES: &[&str] = &[];
+
 pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     let root = workspace_root();
+    install_apt_packages()?;
     let python = ensure_venv()?;
+    let environment = test_environment(&python)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let cargo_at_root = || {
         let mut command = Command::new(&cargo);
-        command.current_dir(&root).env("TALLY_PYTHON", &python);
+        command.current_dir(&root).envs(environment.iter().map(|(key, value)| (key, value)));
         command
     };
     status(cargo_at_root().args(["fmt", "--all", "--check"]), "cargo fmt --check")?;
     status(
-        cargo_at_root().args(["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"]),
+        cargo_at_root().args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]),
         "cargo clippy",
     )?;
     status(
-        cargo_at_root().args(["doc", "--workspace", "--no-deps"]).env("RUSTDOCFLAGS", "-D warnings"),
+        cargo_at_root()
+            .args(["doc", "--workspace", "--no-deps", "--all-features"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
         "cargo doc",
     )?;
-    status(cargo_at_root().args(["test", "--workspace"]), "cargo test")?;
+    status(cargo_at_root().args(["test", "--workspace", "--all-features"]), "cargo test")?;
     Ok(())
+}
+
+/// Variables every cargo command of the test run gets: the reference
+/// interpreter for the agreement tests, and the venv first on PATH so build
+/// scripts that ask Python (libtorch's) find the venv's packages.
+fn test_environment(python: &Path) -> anyhow::Result<Vec<(String, OsString)>> {
+    let mut environment = vec![("TALLY_PYTHON".to_owned(), python.as_os_str().to_owned())];
+    if let Some(bin) = python.parent() {
+        let mut path = OsString::from(bin);
+        if let Some(existing) = std::env::var_os("PATH") {
+            path.push(":");
+            path.push(existing);
+        }
+        environment.push(("PATH".to_owned(), path));
+    }
+    Ok(environment)
+}
+
+fn install_apt_packages() -> anyhow::Result<()> {
+    let missing: Vec<&str> = APT_PACKAGES
+        .iter()
+        .copied()
+        .filter(|package| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", package])
+                .output()
+                .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).contains("install ok installed"))
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    eprintln!("xtask: installing Debian packages {}", missing.join(" "));
+    let sudo: &[&str] = if is_root() { &[] } else { &["sudo"] };
+    let apt = |args: &[&str]| {
+        let mut command = Command::new(sudo.first().copied().unwrap_or("apt-get"));
+        if !sudo.is_empty() {
+            command.arg("apt-get");
+        }
+        command.args(args).env("DEBIAN_FRONTEND", "noninteractive");
+        command
+    };
+    status(&mut apt(&["update", "-qq"]), "apt-get update")?;
+    let mut install = apt(&["install", "-y", "-qq", "--no-install-recommends"]);
+    install.args(&missing);
+    status(&mut install, "apt-get install")
+}
+
+fn is_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.starts_with(b"0"))
 }
