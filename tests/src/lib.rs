@@ -1,1 +1,4 @@
-//! Cross-crate, end-to-end and property suites live in `tests/tests/`.
+//! Cross-crate, end-to-end and property suites live in `tests/tests/`; the
+//! generators they share live here.
+
+pub mod runs;
