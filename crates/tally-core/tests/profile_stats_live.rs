@@ -1,0 +1,105 @@
+//! The statistics of `tally_core::profile::stats` against numpy and Python
+//! themselves, bit for bit, on arrays of every length class numpy's pairwise
+//! summation distinguishes. Runs when `TALLY_PYTHON` names an interpreter
+//! with numpy (the reference venv); prints "skipped" otherwise.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use tally_core::profile::stats::{
+    int_true_div, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
+};
+
+const SCRIPT: &str = r#"
+import json, sys
+import numpy as np
+cases = json.load(sys.stdin)
+out = []
+for values in cases["arrays"]:
+    a = np.asarray(values, dtype=float)
+    out.append([float(a.mean()), float(np.median(a)), float(np.percentile(a, 95)), float(a.max()),
+                float(a.sum()), float(sum(values))])
+divisions = [a / b for a, b in cases["divisions"]]
+json.dump({"arrays": out, "divisions": divisions}, sys.stdout)
+"#;
+
+/// splitmix64: a small deterministic generator, enough for test data.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A positive float spread over many magnitudes, like call durations.
+    fn duration(&mut self) -> f64 {
+        let nanos = self.next() % 50_000_000_000 + 1;
+        let scale = [1.0, 1e-3, 7.0, 1e3][(self.next() % 4) as usize];
+        nanos as f64 / 1e9 * scale
+    }
+}
+
+#[test]
+fn statistics_equal_numpy_and_python_bit_for_bit() {
+    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
+        eprintln!("skipped: TALLY_PYTHON is not set (no numpy to compare with)");
+        return;
+    };
+    let lengths = [
+        1usize, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 130, 136, 255, 256, 257, 1000, 1023, 1024,
+        1025, 4095, 8191, 8192, 8193, 9000, 16384, 16385, 20001, 65536, 100_001,
+    ];
+    let mut rng = Rng(0x5eed);
+    let arrays: Vec<Vec<f64>> = lengths.iter().map(|&n| (0..n).map(|_| rng.duration()).collect()).collect();
+    let mut divisions: Vec<(u64, u64)> =
+        vec![(1, 3), ((1 << 53) + 1, 3), (u64::MAX, 7), (u64::MAX - 1, u64::MAX)];
+    for _ in 0..200 {
+        let a = rng.next() >> (rng.next() % 64);
+        let b = (rng.next() >> (rng.next() % 64)).max(1);
+        divisions.push((a, b));
+    }
+    let input = json!({"arrays": arrays, "divisions": divisions});
+    let mut child = Command::new(python)
+        .args(["-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("TALLY_PYTHON starts");
+    child.stdin.take().expect("piped stdin").write_all(input.to_string().as_bytes()).expect("write input");
+    let output = child.wait_with_output().expect("python finishes");
+    assert!(output.status.success(), "python failed");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("python printed JSON");
+    let mut failures = Vec::new();
+    for ((values, expected), n) in
+        arrays.iter().zip(result["arrays"].as_array().expect("arrays")).zip(lengths)
+    {
+        let ours = [
+            numpy_mean(values),
+            numpy_median(values),
+            numpy_percentile(values, 95.0),
+            numpy_max(values),
+            Some(numpy_sum(values)),
+            Some(python_sum(values)),
+        ];
+        let names = ["mean", "median", "p95", "max", "numpy sum", "python sum"];
+        for ((name, ours), theirs) in names.iter().zip(ours).zip(expected.as_array().expect("six numbers")) {
+            let theirs = theirs.as_f64().expect("a float");
+            if ours.map(f64::to_bits) != Some(theirs.to_bits()) {
+                failures.push(format!("n={n} {name}: tally {ours:?} != python {theirs:?}"));
+            }
+        }
+    }
+    for ((a, b), theirs) in divisions.iter().zip(result["divisions"].as_array().expect("divisions")) {
+        let ours = int_true_div(*a, *b).expect("non-zero divisor");
+        let theirs = theirs.as_f64().expect("a float");
+        if ours.to_bits() != theirs.to_bits() {
+            failures.push(format!("{a} / {b}: tally {ours:?} != python {theirs:?}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
