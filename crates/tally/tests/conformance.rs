@@ -228,3 +228,41 @@ fn live_fresh_random_artifacts_are_accounted_as_stormlog_accounts_them() {
     run_script(&python, &["--out", scratch.path().to_str().expect("utf-8 path"), "--random", "6"]);
     check_account_cases(scratch.path());
 }
+
+#[test]
+fn live_the_example_run_is_accounted_as_stormlog_accounts_it() {
+    let Some(python) = reference_python() else { return };
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/serving-run.jsonl");
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../python/fixtures/make_accounting_fixtures.py");
+    let reference =
+        Command::new(python).arg(script).arg("--account").arg(&example).output().expect("python runs");
+    assert!(reference.status.success(), "{}", String::from_utf8_lossy(&reference.stderr));
+    let ours = tally(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["account", "--format", "json", example.to_str().expect("utf-8")],
+    );
+    assert!(ours.status.success());
+    assert_eq!(String::from_utf8_lossy(&ours.stdout), String::from_utf8_lossy(&reference.stdout));
+}
+
+#[test]
+fn the_example_run_reads_well_as_a_table() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/serving-run.jsonl");
+    let output = tally(Path::new(env!("CARGO_MANIFEST_DIR")), &["account", example.to_str().expect("utf-8")]);
+    assert!(output.status.success());
+    let text = String::from_utf8(output.stdout).expect("utf-8");
+    for expected in [
+        "run serve-llama-8b-2024-06-01T12:00Z",
+        "GPU time per device clock",
+        "GPU-5d1c0c3a cuda:0 (device)",
+        "Busy time per stream",
+        "Iterations: 50",
+        "unattributed activities:   10",
+        "unmeasured GPU activities: 2",
+        "unresolved references:     5 (5 request, 0 attempt, 0 iteration)",
+        "hint:",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
+    }
+}

@@ -1,0 +1,177 @@
+//! GPU-time accounting: `tally account --format json` end to end on a
+//! generated compact artifact of at least 150 MB (the artifact bench's
+//! generator, `generate.rs`), beside stormlog's `load_inference_artifact` +
+//! `resolve_inference_events` + `account_gpu_time` on the same file; and the
+//! interval union alone on ten million intervals (tally-gpu-time's
+//! `union_bench` example, release build), beside stormlog's
+//! `_merged_duration`.
+//!
+//! Targets (issue 3): at least 100 times stormlog's speed with under a
+//! quarter of its peak RSS; the union of 10 million intervals in under one
+//! second on one core.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+use serde_json::Value;
+
+use super::generate::{ArtifactSpec, GenForm, Generated, write_artifact};
+use super::{BenchContext, Measure, Row};
+use crate::workspace_root;
+
+/// stormlog's whole path: load, resolve, account; prints the device totals
+/// so the run can be checked against tally's.
+const STORMLOG_ACCOUNT: &str = "import json, sys\n\
+from stormlog.infer.correlation_events import load_inference_artifact\n\
+from stormlog.infer.correlation_accounting import resolve_inference_events, account_gpu_time\n\
+records = load_inference_artifact(sys.argv[1])\n\
+graph = resolve_inference_events(records)\n\
+accounting = account_gpu_time(graph)\n\
+rows = sorted([c.device_uuid, c.clock_domain, c.clock_kind, t.summed_activity_ns, t.busy_ns, t.activity_count]\n\
+              for c, t in accounting.device_totals.items())\n\
+print(json.dumps({'records': len(records), 'device_totals': rows, 'iterations': len(accounting.iterations)}))\n";
+
+/// stormlog's interval union on the same kind of input as `union_bench`;
+/// prints the seconds of the union alone.
+const STORMLOG_UNION: &str = "import random, sys, time\n\
+from stormlog.infer.correlation_accounting import _merged_duration\n\
+n = int(sys.argv[1]); rng = random.Random(7)\n\
+base = 1_700_000_000_000_000_000; span = n * 1000\n\
+intervals = []\n\
+for _ in range(n):\n\
+    s = base + rng.randrange(span)\n\
+    intervals.append((s, s + rng.randrange(20000)))\n\
+started = time.perf_counter(); _merged_duration(intervals)\n\
+print(time.perf_counter() - started)\n";
+
+/// The generated file, reused while it exists with the size recorded beside
+/// it (the same names as the artifact bench, so the two share files).
+fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Generated)> {
+    let stem =
+        format!("artifact-{}-{}mb-{}ranks", spec.form.label(), spec.target_bytes / 1_000_000, spec.ranks);
+    let path = scratch.join(format!("{stem}.jsonl"));
+    let stamp = scratch.join(format!("{stem}.count"));
+    if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
+        let mut parts = count.split_whitespace().map(str::parse::<u64>);
+        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) = (parts.next(), parts.next(), parts.next())
+            && bytes == meta.len()
+        {
+            return Ok((path, Generated { bytes, records, lines }));
+        }
+    }
+    println!("generating {} ...", path.display());
+    let made = write_artifact(&path, spec)?;
+    std::fs::write(&stamp, format!("{} {} {}", made.bytes, made.records, made.lines))?;
+    Ok((path, made))
+}
+
+/// tally's device totals in the reference script's row form.
+fn device_rows(report: &Value) -> Value {
+    let rows: Vec<Value> = report["device_totals"]
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .map(|row| {
+                    Value::Array(
+                        ["device_uuid", "clock_domain", "clock_kind", "summed_activity_ns", "busy_ns", "activity_count"]
+                            .iter()
+                            .map(|key| row[*key].clone())
+                            .collect(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Value::Array(rows)
+}
+
+fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
+    let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
+    let spec = ArtifactSpec { target_bytes, form: GenForm::Compact, ranks: 4 };
+    let (path, made) = artifact(ctx.scratch_dir(), &spec)?;
+    let tally = ctx.tally_bin()?;
+    let (measure, stdout) =
+        ctx.run_measured_capture(Command::new(&tally).args(["account", "--format", "json"]).arg(&path))?;
+    let report: Value = serde_json::from_str(&stdout).context("tally account --format json")?;
+    if report["counts"]["activities"].as_u64().unwrap_or(0) == 0 {
+        bail!("tally accounted no activities in {}", path.display());
+    }
+    let mut row = Row::new(format!("account --format json (v4, {} MB)", made.bytes / 1_000_000), measure);
+    row.bytes = Some(made.bytes);
+    row.items = Some(made.records);
+    row.item_unit = "records";
+    row.note = "target: x100 speed, rss < 1/4".into();
+    match ctx.python() {
+        Some(python) => {
+            let (reference, stdout) = ctx
+                .run_measured_capture(Command::new(python).arg("-c").arg(STORMLOG_ACCOUNT).arg(&path))
+                .context("stormlog load + resolve + account")?;
+            let theirs: Value = serde_json::from_str(stdout.trim()).context("reference output")?;
+            if theirs["device_totals"] != device_rows(&report)
+                || theirs["iterations"].as_u64() != report["iterations"].as_array().map(|list| list.len() as u64)
+            {
+                bail!("tally and stormlog disagree on {}: stormlog says {theirs}", path.display());
+            }
+            row.reference = Some(reference);
+            row.note += "; reference: stormlog load + resolve + account (device totals agree)";
+        }
+        None => row.note += "; stormlog not installed: tally only",
+    }
+    ctx.record(row);
+    Ok(())
+}
+
+fn union(ctx: &mut BenchContext) -> anyhow::Result<()> {
+    let count: u64 = if ctx.quick() { 1_000_000 } else { 10_000_000 };
+    let root = workspace_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    crate::python::status(
+        Command::new(cargo).current_dir(&root).args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "tally-gpu-time",
+            "--example",
+            "union_bench",
+        ]),
+        "cargo build --release --example union_bench",
+    )?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    let binary = target.join("release/examples/union_bench");
+    let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(count.to_string()))?;
+    let result: Value = serde_json::from_str(stdout.trim()).context("union_bench output")?;
+    let seconds = |key: &str| result[key].as_f64().context("union_bench output lacks a time");
+    let reference = match ctx.python() {
+        Some(python) if !ctx.quick() || count <= 1_000_000 => {
+            let (_, stdout) = ctx
+                .run_measured_capture(Command::new(python).arg("-c").arg(STORMLOG_UNION).arg(count.to_string()))
+                .context("stormlog _merged_duration")?;
+            let seconds: f64 = stdout.trim().parse().context("reference output")?;
+            Some(Measure { seconds, peak_rss_bytes: None })
+        }
+        _ => None,
+    };
+    for (label, key) in [("random order", "shuffled_seconds"), ("sorted", "sorted_seconds")] {
+        let mut row = Row::new(
+            format!("interval union ({} M intervals, {label})", count / 1_000_000),
+            Measure { seconds: seconds(key)?, peak_rss_bytes: None },
+        );
+        row.items = Some(count);
+        row.item_unit = "intervals";
+        row.note = "one thread; target < 1 s for 10 M".into();
+        if key == "shuffled_seconds" && reference.is_some() {
+            row.reference = reference;
+            row.note += "; reference: stormlog _merged_duration, same distribution";
+        }
+        ctx.record(row);
+    }
+    Ok(())
+}
+
+/// Runs the benchmark.
+pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
+    account(ctx)?;
+    union(ctx)
+}
