@@ -53,24 +53,28 @@ fn operation_result_status_is_one_of_three() {
             "AdapterOperationResult.status must be 'succeeded', 'not_applicable', or 'unavailable'."
         )
     );
-    let parsed: AdapterOperationResult = serde_json::from_value(json!({"status": "unavailable"})).unwrap();
+    let parsed: AdapterOperationResult =
+        serde_json::from_value(json!({"status": "unavailable"})).expect("accepted");
     assert_eq!(parsed, AdapterOperationResult::unavailable(None::<String>));
     assert_eq!(
-        serde_json::to_value(AdapterOperationResult::succeeded()).unwrap(),
+        serde_json::to_value(AdapterOperationResult::succeeded()).expect("accepted"),
         json!({"status": "succeeded", "reason": null})
     );
     assert!(
         error_of::<AdapterOperationResult>(json!({"status": "succeeded", "extra": 1}))
             .contains("unknown field")
     );
-    assert_eq!("not_applicable".parse::<OperationStatus>().unwrap(), OperationStatus::NotApplicable);
+    assert_eq!(
+        "not_applicable".parse::<OperationStatus>().expect("accepted"),
+        OperationStatus::NotApplicable
+    );
 }
 
 #[test]
 fn adapter_metadata_needs_a_device_resolution() {
     let error = error_of::<ResourceAdapterMetadata>(json!({"device_resolution": ""}));
     assert!(error.contains("ResourceAdapterMetadata.device_resolution must be non-empty."), "{error}");
-    let defaults: ResourceAdapterMetadata = serde_json::from_value(json!({})).unwrap();
+    let defaults: ResourceAdapterMetadata = serde_json::from_value(json!({})).expect("accepted");
     assert_eq!(defaults, ResourceAdapterMetadata::default());
     assert_eq!(defaults.device_resolution.as_str(), "unavailable");
     assert!(!defaults.asynchronous);
@@ -78,7 +82,7 @@ fn adapter_metadata_needs_a_device_resolution() {
     assert_eq!(
         ResourceAdapterMetadata::default()
             .with_device_resolution("explicit")
-            .unwrap()
+            .expect("accepted")
             .device_resolution
             .as_str(),
         "explicit"
@@ -121,7 +125,7 @@ fn device_measurement_rules() {
     }
     assert!(
         DeviceMemoryMeasurement::new(DeviceMeasurementStatus::Measured, DeviceMemoryReadings::default())
-            .unwrap_err()
+            .expect_err("rejected")
             .to_string()
             .contains("requires peak_allocated_bytes")
     );
@@ -129,12 +133,12 @@ fn device_measurement_rules() {
         peak_allocated_bytes: Some(5),
         ..Default::default()
     })
-    .unwrap();
-    let written = serde_json::to_value(&measured).unwrap();
+    .expect("accepted");
+    let written = serde_json::to_value(&measured).expect("accepted");
     assert_eq!(written["measurement_scope"], "profile_window");
-    let keys: Vec<&String> = written.as_object().unwrap().keys().collect();
+    let keys: Vec<&String> = written.as_object().expect("accepted").keys().collect();
     assert_eq!(keys.len(), 9);
-    let back: DeviceMemoryMeasurement = serde_json::from_value(written).unwrap();
+    let back: DeviceMemoryMeasurement = serde_json::from_value(written).expect("accepted");
     assert_eq!(back, measured);
     assert_eq!(DeviceMemoryMeasurement::not_applicable(None::<String>).measurement_scope(), None);
 }
@@ -188,13 +192,16 @@ fn model_measurement_rules() {
 #[test]
 fn deployment_artifact_rules() {
     assert_eq!(
-        DeploymentArtifact::new("").unwrap_err().to_string(),
+        DeploymentArtifact::new("").expect_err("rejected").to_string(),
         "DeploymentArtifact.path must be non-empty."
     );
-    let artifact = DeploymentArtifact::new("m.onnx").unwrap();
-    assert_eq!(artifact.with_role("").unwrap_err().to_string(), "DeploymentArtifact.role must be non-empty.");
+    let artifact = DeploymentArtifact::new("m.onnx").expect("accepted");
+    assert_eq!(
+        artifact.with_role("").expect_err("rejected").to_string(),
+        "DeploymentArtifact.role must be non-empty."
+    );
     let parsed: DeploymentArtifact =
-        serde_json::from_value(json!({"path": "dir", "recursive": true})).unwrap();
+        serde_json::from_value(json!({"path": "dir", "recursive": true})).expect("accepted");
     assert_eq!(parsed.role.as_str(), "checkpoint");
     assert!(parsed.recursive);
     assert!(
@@ -226,14 +233,14 @@ fn device_profile_scope_follows_status() {
         &["device_memory"],
         json!({"status": "measured", "measurement_scope": "profile_window"}),
     ))
-    .unwrap();
+    .expect("accepted");
     assert_eq!(profile.device_memory.measurement_scope(), Some("profile_window"));
     assert_eq!(DeviceMemoryProfile::unmeasured(DeviceMemoryStatus::Disabled).measurement_scope(), None);
 }
 
 #[test]
 fn profile_loading_follows_resource_profile_from_dict() {
-    let profile = ResourceProfile::from_json_value(minimal()).unwrap();
+    let profile = ResourceProfile::from_json_value(minimal()).expect("accepted");
     assert_eq!(profile.status, ProfileStatus::NotMeasured, "status defaults to not_measured");
     assert!(profile.embedding.is_none() && profile.context.is_empty() && profile.warnings.is_empty());
     assert_eq!(profile.model.parameter_status, FootprintStatus::Unavailable);
@@ -243,7 +250,7 @@ fn profile_loading_follows_resource_profile_from_dict() {
     // Nested parts are built with Class(**dict): unknown and missing fields fail.
     assert!(load_error(with(minimal(), &["inference", "speed"], json!(1))).contains("unknown field `speed`"));
     let mut no_inference = minimal();
-    no_inference.as_object_mut().unwrap().remove("inference");
+    no_inference.as_object_mut().expect("accepted").remove("inference");
     assert!(load_error(no_inference).contains("missing field `inference`"));
     assert!(load_error(with(minimal(), &["model"], json!({}))).contains("missing field `status`"));
     // None-defaulted fields accept null; others do not.
@@ -283,11 +290,11 @@ fn profile_loading_follows_resource_profile_from_dict() {
 
 #[test]
 fn json_text_round_trip_and_finiteness() {
-    let mut profile = ResourceProfile::from_json_value(minimal()).unwrap();
-    let text = profile.to_json_string().unwrap();
-    assert_eq!(ResourceProfile::from_json_str(&text).unwrap(), profile);
+    let mut profile = ResourceProfile::from_json_value(minimal()).expect("accepted");
+    let text = profile.to_json_string().expect("accepted");
+    assert_eq!(ResourceProfile::from_json_str(&text).expect("accepted"), profile);
     profile.inference.throughput_samples_per_second = Some(f64::INFINITY);
-    let error = profile.to_json_value().unwrap_err();
+    let error = profile.to_json_value().expect_err("rejected");
     assert_eq!(error.field(), "inference.throughput_samples_per_second");
     profile.inference.throughput_samples_per_second = None;
     profile.embedding = Some(EmbeddingFootprint {
@@ -304,7 +311,7 @@ fn json_text_round_trip_and_finiteness() {
 
 #[test]
 fn columns_read_embedding_and_context() {
-    let mut profile = ResourceProfile::from_json_value(minimal()).unwrap();
+    let mut profile = ResourceProfile::from_json_value(minimal()).expect("accepted");
     profile.context.insert("branch".into(), json!("b1"));
     let columns = resource_profile_columns(&profile, "x_");
     let get = |name: &str| columns.iter().find(|(column, _)| column == name).map(|(_, value)| value.clone());
@@ -339,11 +346,11 @@ fn columns_read_embedding_and_context() {
 #[test]
 fn status_strings_round_trip() {
     for status in ArtifactStatus::ALL {
-        assert_eq!(status.as_str().parse::<ArtifactStatus>().unwrap(), *status);
+        assert_eq!(status.as_str().parse::<ArtifactStatus>().expect("accepted"), *status);
     }
     for status in DeviceMemoryStatus::ALL {
-        let text = serde_json::to_string(status).unwrap();
-        assert_eq!(serde_json::from_str::<DeviceMemoryStatus>(&text).unwrap(), *status);
+        let text = serde_json::to_string(status).expect("accepted");
+        assert_eq!(serde_json::from_str::<DeviceMemoryStatus>(&text).expect("accepted"), *status);
     }
     assert_eq!(ProfileStatus::NotMeasuredCacheHit.to_string(), "not_measured_cache_hit");
 }

@@ -4,9 +4,7 @@
 mod support;
 
 use serde_json::Value;
-use support::{
-    columns_json, fixtures, json_difference, key_order, replay_embedding, replay_profiler,
-};
+use support::{columns_json, fixtures, json_difference, key_order, replay_embedding, replay_profiler};
 use tally_profile::profile::ResourceProfile;
 use tally_profile::resource_profile_columns;
 
@@ -74,7 +72,8 @@ fn serialized_dicts_load_like_resource_profile_from_dict() {
     let mut checked = 0;
     let mut failures = Vec::new();
     for (name, fixture) in fixtures().into_iter().filter(|(_, fixture)| fixture["kind"] == "dict") {
-        let profile = ResourceProfile::from_json_value(fixture["input"].clone()).expect("vertebrae loaded it");
+        let profile =
+            ResourceProfile::from_json_value(fixture["input"].clone()).expect("vertebrae loaded it");
         let written = profile.to_json_value().expect("finite");
         if let Some(difference) = json_difference(&written, &fixture["profile"], &name) {
             failures.push(difference);
@@ -107,7 +106,8 @@ fn with_embedding_footprint_matches_vertebrae() {
     let mut failures = Vec::new();
     for (name, fixture) in fixtures().into_iter().filter(|(_, fixture)| fixture["kind"] == "embedding") {
         let base_name = fixture["base"].as_str().expect("base case");
-        let base = ResourceProfile::from_json_value(support::fixture(base_name)["profile"].clone()).expect("base loads");
+        let base = ResourceProfile::from_json_value(support::fixture(base_name)["profile"].clone())
+            .expect("base loads");
         let ours = replay_embedding(&fixture["spec"], base);
         if let Some(difference) = json_difference(&ours, &fixture["profile"], &name) {
             failures.push(difference);

@@ -166,7 +166,10 @@ pub fn json_difference(ours: &Value, theirs: &Value, path: &str) -> Option<Strin
 /// Columns as the fixtures store them: `[[name, value], ...]`.
 pub fn columns_json(columns: &[(String, Value)]) -> Value {
     Value::Array(
-        columns.iter().map(|(name, value)| Value::Array(vec![Value::String(name.clone()), value.clone()])).collect(),
+        columns
+            .iter()
+            .map(|(name, value)| Value::Array(vec![Value::String(name.clone()), value.clone()]))
+            .collect(),
     )
 }
 
@@ -267,7 +270,8 @@ pub fn build_tree(root: &Path, tree: &Value) {
             }
             Some("dir") => std::fs::create_dir_all(&path).expect("mkdir"),
             Some("symlink") => {
-                let target = entry["target"].as_str().expect("target").replace("$ROOT", &root.to_string_lossy());
+                let target =
+                    entry["target"].as_str().expect("target").replace("$ROOT", &root.to_string_lossy());
                 std::os::unix::fs::symlink(target, &path).expect("symlink");
             }
             other => panic!("unknown tree entry kind {other:?}"),
@@ -306,7 +310,8 @@ pub fn replay_profiler(spec: &Value, adapter_name: &str) -> Value {
         .streaming(spec.get("streaming").and_then(Value::as_bool).unwrap_or(false))
         .with_context(context);
     if let Some(adapter) = spec.get("adapter").filter(|adapter| !adapter.is_null()) {
-        profiler = profiler.with_adapter(Box::new(ScriptedAdapter::new(adapter.clone(), &root_text, adapter_name)));
+        profiler =
+            profiler.with_adapter(Box::new(ScriptedAdapter::new(adapter.clone(), &root_text, adapter_name)));
     }
     for call in calls {
         if call.get("mark_last_materialized").is_some() {
