@@ -1,0 +1,845 @@
+//! From the rows of one trace to correlation events, for both formats.
+//!
+//! Follows stormlog's `capture_trace`: GPU work is grouped per launch (or
+//! kept per event), linked to the iteration whose range holds its launch
+//! call, and given one context per device and launching process. tally adds
+//! what stormlog leaves out: the runtime calls themselves, the iterations of
+//! ProfilerStep-like ranges, a device UUID for every device the trace names
+//! (synthesized when the trace does not say which GPU it was), and a clock
+//! alignment stating that the trace puts device and host timestamps on one
+//! timeline.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+use tally_core::{
+    ActivityDomain, ActivityRef, ClockAlignment, ClockKind, CollectionMode, CorrelationContext,
+    CorrelationEvent, EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
+};
+
+use crate::collect::{Collected, GpuRow, NONE_U32, NONE_U64, SpanScope, ThreadKeys};
+use crate::error::{SinkError, TraceErrorKind};
+use crate::{Detail, ImportOptions, ranges};
+
+/// Launch APIs whose GPU work is a CUDA graph's.
+const GRAPH_LAUNCH_APIS: [&str; 2] = ["cudaGraphLaunch", "cuGraphLaunch"];
+
+/// What a reader learnt about a trace besides its rows.
+#[derive(Debug, Default)]
+pub(crate) struct TraceInfo {
+    /// `kineto` or `nsys`, stormlog's `source`.
+    pub(crate) source: &'static str,
+    /// Added to every timestamp.
+    pub(crate) base_ns: u64,
+    pub(crate) host: Option<String>,
+    pub(crate) trace_id: Option<String>,
+    pub(crate) rank: Option<u64>,
+    pub(crate) local_rank: Option<u64>,
+    pub(crate) world_size: Option<NonZeroU64>,
+    pub(crate) engine_version: Option<String>,
+    pub(crate) backend: &'static str,
+    pub(crate) backend_version: Option<String>,
+    /// Device names by ordinal (`deviceProperties`).
+    pub(crate) device_names: BTreeMap<u32, String>,
+    /// Device names by UUID (Nsight's `TARGET_INFO_GPU`).
+    pub(crate) names_by_uuid: BTreeMap<String, String>,
+    /// How far apart two timestamps of the trace can be told, in ns: the
+    /// uncertainty of placing device work on the host timeline.
+    pub(crate) resolution_ns: u64,
+    /// Format-specific entries for the summary.
+    pub(crate) extra: Map<String, Value>,
+}
+
+/// One trace file's identity in the run.
+#[derive(Debug, Clone)]
+pub(crate) struct FileIdentity {
+    /// stormlog's `trace_attachment_id`: `kineto:<name>:<digest>`.
+    pub(crate) attachment_id: NonEmptyString,
+    /// The producer of every event from this file.
+    pub(crate) producer_id: NonEmptyString,
+    /// The resolved path.
+    pub(crate) path: String,
+}
+
+/// Why a GPU event or runtime call is not linked to an iteration; stormlog's
+/// words where stormlog has them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Unlinked {
+    NoLaunch,
+    AmbiguousLaunch,
+    Outside,
+    Ambiguous,
+}
+
+impl Unlinked {
+    fn gpu_reason(self) -> &'static str {
+        match self {
+            Unlinked::NoLaunch => "no_launch_record",
+            Unlinked::AmbiguousLaunch => "launch_in_several_processes",
+            Unlinked::Outside => "launch_outside_iteration_range",
+            Unlinked::Ambiguous => "ambiguous_iteration_range",
+        }
+    }
+
+    fn runtime_reason(self) -> &'static str {
+        match self {
+            Unlinked::Outside => "outside_iteration_range",
+            _ => "ambiguous_iteration_range",
+        }
+    }
+}
+
+/// An iteration index, or why there is none, in 32 bits.
+type Link = u32;
+const OUTSIDE: Link = u32::MAX;
+const AMBIGUOUS: Link = u32::MAX - 1;
+const NO_LAUNCH: Link = u32::MAX - 2;
+const AMBIGUOUS_LAUNCH: Link = u32::MAX - 3;
+
+fn unlinked(link: Link) -> Option<Unlinked> {
+    match link {
+        OUTSIDE => Some(Unlinked::Outside),
+        AMBIGUOUS => Some(Unlinked::Ambiguous),
+        NO_LAUNCH => Some(Unlinked::NoLaunch),
+        AMBIGUOUS_LAUNCH => Some(Unlinked::AmbiguousLaunch),
+        _ => None,
+    }
+}
+
+/// The iteration ranges of one process or thread, sorted for lookups.
+#[derive(Default)]
+struct SpanList {
+    /// (start, end, iteration), by start, longest first.
+    items: Vec<(u64, u64, u32)>,
+    longest: u64,
+}
+
+impl SpanList {
+    fn finish(&mut self) {
+        self.items
+            .sort_unstable_by_key(|&(start, end, iteration)| (start, std::cmp::Reverse(end), iteration));
+        self.longest = self.items.iter().map(|&(start, end, _)| end - start).max().unwrap_or(0);
+    }
+
+    /// Iterations whose range `[start, end)` holds `ts`. Only ranges that
+    /// start no earlier than the longest range's length before `ts` can, so
+    /// the scan stops there.
+    fn holding(&self, ts: u64, found: &mut Vec<u32>) {
+        let after = self.items.partition_point(|&(start, _, _)| start <= ts);
+        let earliest = ts.saturating_sub(self.longest);
+        for &(start, end, iteration) in self.items[..after].iter().rev() {
+            if start < earliest {
+                break;
+            }
+            if ts < end && !found.contains(&iteration) {
+                found.push(iteration);
+            }
+        }
+    }
+}
+
+/// Runtime calls by correlation ID. A Kineto trace's GPU events do not say
+/// which process launched them, so an ID that two processes used links
+/// nowhere; Nsight's rows name their process, so the key includes it.
+enum LaunchIndex {
+    ByCorrelation(HashMap<u64, u32>),
+    ByProcess(HashMap<(u64, u64), u32>),
+}
+
+const SEVERAL_PROCESSES: u32 = u32::MAX;
+
+impl LaunchIndex {
+    fn new(collected: &Collected) -> Self {
+        let per_process = collected.gpu.iter().any(|row| row.pid != NONE_U64);
+        if per_process {
+            let mut map = HashMap::with_capacity(collected.runtime.len());
+            for (index, row) in collected.runtime.iter().enumerate() {
+                if row.correlation != 0 {
+                    // Later calls win, as in stormlog's dict.
+                    map.insert((row.pid, row.correlation), index as u32);
+                }
+            }
+            return LaunchIndex::ByProcess(map);
+        }
+        let mut map: HashMap<u64, u32> = HashMap::with_capacity(collected.runtime.len());
+        for (index, row) in collected.runtime.iter().enumerate() {
+            if row.correlation == 0 {
+                continue;
+            }
+            map.entry(row.correlation)
+                .and_modify(|slot| {
+                    if *slot != SEVERAL_PROCESSES {
+                        let same_process = collected.runtime[*slot as usize].pid == row.pid;
+                        *slot = if same_process { index as u32 } else { SEVERAL_PROCESSES };
+                    }
+                })
+                .or_insert(index as u32);
+        }
+        LaunchIndex::ByCorrelation(map)
+    }
+
+    /// The runtime call that launched `row`: `Ok(index)`, or why none.
+    fn launch(&self, row: &GpuRow) -> Result<u32, Unlinked> {
+        if row.correlation == 0 {
+            return Err(Unlinked::NoLaunch);
+        }
+        let found = match self {
+            LaunchIndex::ByCorrelation(map) => map.get(&row.correlation),
+            LaunchIndex::ByProcess(map) => map.get(&(row.pid, row.correlation)),
+        };
+        match found {
+            None => Err(Unlinked::NoLaunch),
+            Some(&SEVERAL_PROCESSES) => Err(Unlinked::AmbiguousLaunch),
+            Some(&index) => Ok(index),
+        }
+    }
+}
+
+/// Where a device's UUID came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum UuidSource {
+    Trace,
+    Option,
+    Synthesized,
+}
+
+impl UuidSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            UuidSource::Trace => "trace",
+            UuidSource::Option => "option",
+            UuidSource::Synthesized => "synthesized",
+        }
+    }
+}
+
+/// The per-device figures of the summary.
+#[derive(Default)]
+struct DeviceTally {
+    intervals: Vec<(u64, u64)>,
+    record_spans: Vec<(u64, u64)>,
+    name: Option<String>,
+    uuid: Option<(String, UuidSource)>,
+}
+
+/// Capabilities stormlog's trace collector reports.
+pub(crate) const SUPPORTED: [&str; 5] =
+    ["gpu_activity", "cuda_correlation", "iteration_ranges", "cuda_graph_ids", "streams"];
+
+/// What building one file's events produced besides the events.
+pub(crate) struct FileOutcome {
+    pub(crate) summary: Map<String, Value>,
+    pub(crate) collected: BTreeSet<&'static str>,
+    pub(crate) events: u64,
+}
+
+struct Builder<'a> {
+    collected: &'a Collected,
+    info: &'a TraceInfo,
+    file: &'a FileIdentity,
+    options: &'a ImportOptions,
+    uuids: &'a BTreeMap<u32, String>,
+    sink: &'a mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    contexts: HashMap<(u32, u64), Arc<CorrelationContext>>,
+    host_contexts: HashMap<u64, Arc<CorrelationContext>>,
+    activity_count: u64,
+    events: u64,
+    device_clock_domain: NonEmptyString,
+    host_clock_domain: NonEmptyString,
+}
+
+pub(crate) fn build(
+    collected: &Collected,
+    info: &TraceInfo,
+    file: &FileIdentity,
+    options: &ImportOptions,
+    uuids: &BTreeMap<u32, String>,
+    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+) -> Result<FileOutcome, TraceErrorKind> {
+    let host = info.host.as_deref().unwrap_or("unknown-host");
+    let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
+    let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
+    let mut builder = Builder {
+        collected,
+        info,
+        file,
+        options,
+        uuids,
+        sink,
+        contexts: HashMap::new(),
+        host_contexts: HashMap::new(),
+        activity_count: 0,
+        events: 0,
+        device_clock_domain,
+        host_clock_domain,
+    };
+    builder.run()
+}
+
+impl Builder<'_> {
+    fn absolute(&self, relative: u64) -> Result<u64, TraceErrorKind> {
+        self.info
+            .base_ns
+            .checked_add(relative)
+            .ok_or(TraceErrorKind::TimestampOutOfRange { relative_ns: relative, base_ns: self.info.base_ns })
+    }
+
+    fn span(&self, start: u64, end: u64) -> Result<Span, TraceErrorKind> {
+        Ok(Span::new(Some(self.absolute(start)?), Some(self.absolute(end)?))?)
+    }
+
+    fn emit(&mut self, event: CorrelationEvent) -> Result<(), TraceErrorKind> {
+        self.events += 1;
+        (self.sink)(event).map_err(TraceErrorKind::Sink)
+    }
+
+    /// The next activity's reference and event ID, stormlog's
+    /// `<trace_key>/<count>`.
+    fn next_activity_id(&mut self) -> Result<(EntityRef, NonEmptyString), TraceErrorKind> {
+        self.activity_count += 1;
+        let id = NonEmptyString::new(format!("{}/{}", self.file.attachment_id, self.activity_count))?;
+        Ok((EntityRef::from_parts(self.file.producer_id.clone(), id.clone()), id))
+    }
+
+    fn context(&self, clock_domain: NonEmptyString, clock_kind: ClockKind, pid: u64) -> CorrelationContext {
+        let info = self.info;
+        let text = |value: &Option<String>| value.as_deref().and_then(|text| NonEmptyString::new(text).ok());
+        let mut context = CorrelationContext::new(
+            self.options.run_id.clone(),
+            self.options.session_id.clone(),
+            self.file.producer_id.clone(),
+            static_text(info.source),
+            clock_domain,
+            clock_kind,
+            CollectionMode::Imported,
+            Provenance::Observed,
+        );
+        context.source_version = Some(static_text(env!("CARGO_PKG_VERSION")));
+        context.engine = info.engine_version.as_ref().map(|_| static_text("vllm"));
+        context.engine_version = text(&info.engine_version);
+        context.backend = Some(static_text(info.backend));
+        context.backend_version = text(&info.backend_version);
+        context.host = text(&info.host);
+        context.pid = ThreadKeys::as_number(pid);
+        context.rank = info.rank;
+        context.local_rank = info.local_rank;
+        context.world_size = info.world_size;
+        context
+    }
+
+    fn host_context(&mut self, pid: u64) -> Arc<CorrelationContext> {
+        if let Some(context) = self.host_contexts.get(&pid) {
+            return context.clone();
+        }
+        // Kineto converts its host clock to Unix time by one offset taken at
+        // start, and Nsight counts from the session start: differences are
+        // durations, so the clock is monotonic.
+        let context = Arc::new(self.context(self.host_clock_domain.clone(), ClockKind::Monotonic, pid));
+        self.host_contexts.insert(pid, context.clone());
+        context
+    }
+
+    /// A device's UUID: the trace's own, `--device-uuid`'s, or one made up
+    /// from the trace and ordinal so that accounting can tell devices apart.
+    fn device_uuid(&self, row: &GpuRow) -> Option<(String, UuidSource)> {
+        if let Some(uuid) = self.collected.strings.get(row.device_uuid) {
+            return Some((uuid.to_owned(), UuidSource::Trace));
+        }
+        if row.device == NONE_U32 {
+            return None;
+        }
+        if let Some(uuid) = self.uuids.get(&row.device) {
+            return Some((uuid.clone(), UuidSource::Option));
+        }
+        let process = match ThreadKeys::as_number(row.pid) {
+            Some(pid) if row.pid != NONE_U64 => format!(":pid{pid}"),
+            _ => String::new(),
+        };
+        Some((format!("{}{process}:device{}", self.file.attachment_id, row.device), UuidSource::Synthesized))
+    }
+
+    fn device_context(&mut self, row: &GpuRow, pid: u64) -> Result<Arc<CorrelationContext>, TraceErrorKind> {
+        let key = (row.device, pid);
+        if let Some(context) = self.contexts.get(&key) {
+            return Ok(context.clone());
+        }
+        let mut context = self.context(self.device_clock_domain.clone(), ClockKind::Device, pid);
+        context.device_uuid = self.device_uuid(row).map(|(uuid, _)| NonEmptyString::new(uuid)).transpose()?;
+        let context = Arc::new(context);
+        self.contexts.insert(key, context.clone());
+        Ok(context)
+    }
+
+    fn run(&mut self) -> Result<FileOutcome, TraceErrorKind> {
+        let collected = self.collected;
+        let (iterations, span_iteration) = self.iterations()?;
+        self.emit_iterations(&iterations, &span_iteration)?;
+        let (process_spans, thread_spans) = span_lists(collected, &span_iteration);
+        let mut found = Vec::new();
+        let mut link_at = |pid: u64, tid: u64, ts: u64| -> Link {
+            found.clear();
+            if let Some(list) = process_spans.get(&pid) {
+                list.holding(ts, &mut found);
+            }
+            if let Some(list) = thread_spans.get(&(pid, tid)) {
+                list.holding(ts, &mut found);
+            }
+            // Two ranges naming one iteration are one iteration.
+            let mut distinct = found.iter().map(|&index| &iterations[index as usize]).collect::<Vec<_>>();
+            distinct.sort_unstable();
+            distinct.dedup();
+            match distinct.len() {
+                0 => OUTSIDE,
+                1 => found[0],
+                _ => AMBIGUOUS,
+            }
+        };
+        let runtime_links: Vec<Link> =
+            collected.runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
+        let launches = LaunchIndex::new(collected);
+        if !collected.gpu.is_empty() {
+            self.emit_alignment()?;
+        }
+        let mut devices: BTreeMap<(u64, u32), DeviceTally> = BTreeMap::new();
+        let mut unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
+        let mut linked_events = 0u64;
+        let mut graph_events = 0u64;
+        let (order, runs) = groups(collected, self.options.detail);
+        for &(position, length) in &runs {
+            let group = &order[position as usize..(position + length) as usize];
+            let members: Vec<GpuRow> = group.iter().map(|&index| collected.gpu[index as usize]).collect();
+            let first = members[0];
+            let launch = launches.launch(&first);
+            let link = match launch {
+                Ok(index) => runtime_links[index as usize],
+                Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
+                Err(_) => NO_LAUNCH,
+            };
+            let launch_row = launch.ok().map(|index| collected.runtime[index as usize]);
+            match unlinked(link) {
+                None => linked_events += members.len() as u64,
+                Some(reason) => *unresolved.entry(reason.gpu_reason()).or_default() += members.len() as u64,
+            }
+            let launch_name = launch_row.map(|row| collected.name(row.name));
+            graph_events += members
+                .iter()
+                .filter(|row| {
+                    row.graph_id != 0
+                        || row.graph_node
+                        || launch_name
+                            .is_some_and(|name| GRAPH_LAUNCH_APIS.iter().any(|api| name.starts_with(api)))
+                })
+                .count() as u64;
+            let pid = launch_row.map_or(first.pid, |row| row.pid);
+            let (start, end) =
+                self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, &iterations)?;
+            let device_key = (first.pid, first.device);
+            let tally = devices.entry(device_key).or_default();
+            if tally.uuid.is_none() {
+                tally.uuid = self.device_uuid(&first);
+                tally.name = self.device_name(&first);
+            }
+            tally.record_spans.push((start, end));
+            for row in &members {
+                tally.intervals.push((self.absolute(row.start)?, self.absolute(row.end)?));
+            }
+        }
+        let mut runtime_unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
+        for (index, row) in collected.runtime.iter().enumerate() {
+            let link = runtime_links[index];
+            if let Some(reason) = unlinked(link) {
+                *runtime_unresolved.entry(reason.runtime_reason()).or_default() += 1;
+            }
+            self.emit_runtime(row, link, &iterations)?;
+        }
+        let summary = self.summary(SummaryParts {
+            iterations: iterations.len(),
+            devices,
+            linked_events,
+            unresolved,
+            runtime_unresolved,
+            graph_events,
+        });
+        Ok(FileOutcome { summary, collected: self.capabilities(), events: self.events })
+    }
+
+    /// The device's name: Nsight's for the GPU its UUID names, else the
+    /// trace header's for the ordinal.
+    fn device_name(&self, row: &GpuRow) -> Option<String> {
+        match self.collected.strings.get(row.device_uuid) {
+            Some(uuid) => self.info.names_by_uuid.get(uuid).cloned(),
+            None => self.info.device_names.get(&row.device).cloned(),
+        }
+    }
+
+    /// The iteration each span names, and the list of iterations.
+    /// ProfilerStep-like names are unique per trace in practice; a name that
+    /// repeats (two processes, or a restarted step) gets `~2`, `~3`, ... in
+    /// file order, since two ranges are two iterations.
+    fn iterations(&self) -> Result<(Vec<EntityRef>, Vec<u32>), TraceErrorKind> {
+        let mut iterations: Vec<EntityRef> = Vec::new();
+        let mut by_ref: HashMap<EntityRef, u32> = HashMap::new();
+        let mut seen_names: HashMap<u32, u32> = HashMap::new();
+        let mut span_iteration = Vec::with_capacity(self.collected.spans.len());
+        for span in &self.collected.spans {
+            let name = self.collected.name(span.name);
+            let reference = match span.scope {
+                SpanScope::Thread => match ranges::parse_iteration_range(name) {
+                    Some(reference) => reference,
+                    // The collector only keeps parseable ranges as thread spans.
+                    None => continue,
+                },
+                SpanScope::Process => {
+                    let count = seen_names.entry(span.name).or_default();
+                    *count += 1;
+                    let id = if *count == 1 { name.to_owned() } else { format!("{name}~{count}") };
+                    EntityRef::from_parts(self.file.producer_id.clone(), NonEmptyString::new(id)?)
+                }
+            };
+            let index = match (span.scope, by_ref.get(&reference)) {
+                (SpanScope::Thread, Some(&index)) => index,
+                _ => {
+                    let index = iterations.len() as u32;
+                    by_ref.insert(reference.clone(), index);
+                    iterations.push(reference);
+                    index
+                }
+            };
+            span_iteration.push(index);
+        }
+        Ok((iterations, span_iteration))
+    }
+
+    fn emit_iterations(
+        &mut self,
+        iterations: &[EntityRef],
+        span_iteration: &[u32],
+    ) -> Result<(), TraceErrorKind> {
+        let collected = self.collected;
+        for (span, &iteration) in collected.spans.iter().zip(span_iteration) {
+            if span.scope != SpanScope::Process {
+                continue;
+            }
+            let reference = iterations[iteration as usize].clone();
+            let mut metadata = Map::new();
+            metadata.insert("name".into(), Value::from(collected.name(span.name)));
+            metadata.insert("tid".into(), collected.threads.to_json(span.tid));
+            let event_id =
+                NonEmptyString::new(format!("{}/iteration:{}", self.file.attachment_id, reference.id()))?;
+            let body = EventBody::Iteration(Iteration {
+                iteration_ref: reference,
+                batch_ref: None,
+                span: self.span(span.start, span.end)?,
+            });
+            let event =
+                CorrelationEvent::new(self.host_context(span.pid), event_id, Metadata::new(metadata), body)?;
+            self.emit(event)?;
+        }
+        Ok(())
+    }
+
+    /// The trace writes device timestamps on its host timeline (CUPTI and
+    /// roctracer convert them), so the device clock is the host clock to
+    /// within the trace's time resolution.
+    fn emit_alignment(&mut self) -> Result<(), TraceErrorKind> {
+        let mut context = self.context(self.host_clock_domain.clone(), ClockKind::Monotonic, NONE_U64);
+        context.pid = None;
+        let mut metadata = Map::new();
+        metadata.insert(
+            "basis".into(),
+            Value::from(
+                "the trace writes device timestamps on its host timeline; uncertainty is its resolution",
+            ),
+        );
+        let body = EventBody::ClockAlignment(ClockAlignment {
+            from_clock_domain: self.device_clock_domain.clone(),
+            to_clock_domain: self.host_clock_domain.clone(),
+            offset_ns: 0,
+            uncertainty_ns: self.info.resolution_ns,
+            validity: Span::UNKNOWN,
+        });
+        let event_id = NonEmptyString::new(format!("{}/clock_alignment", self.file.attachment_id))?;
+        let event = CorrelationEvent::new(Arc::new(context), event_id, Metadata::new(metadata), body)?;
+        self.emit(event)
+    }
+
+    fn scope(&self, pid: u64) -> Result<Option<EntityRef>, TraceErrorKind> {
+        if pid == NONE_U64 {
+            return Ok(None);
+        }
+        let process = match ThreadKeys::as_number(pid) {
+            Some(number) => number.to_string(),
+            None => self.collected.threads.to_json(pid).as_str().unwrap_or("unknown").to_owned(),
+        };
+        let id = NonEmptyString::new(format!("process/{process}"))?;
+        Ok(Some(EntityRef::from_parts(self.file.producer_id.clone(), id)))
+    }
+
+    /// Emits one record for a launch group; returns its absolute span.
+    fn emit_gpu_group(
+        &mut self,
+        members: &[GpuRow],
+        link: Link,
+        launch_name: Option<u32>,
+        pid: u64,
+        iterations: &[EntityRef],
+    ) -> Result<(u64, u64), TraceErrorKind> {
+        let first = members[0];
+        let start = self.absolute(members.iter().map(|row| row.start).min().unwrap_or(first.start))?;
+        let end = self.absolute(members.iter().map(|row| row.end).max().unwrap_or(first.end))?;
+        let context = self.device_context(&first, pid)?;
+        let mut metadata = Map::new();
+        metadata.insert("event_count".into(), Value::from(members.len()));
+        let summed: u64 = members.iter().map(|row| row.end - row.start).sum();
+        metadata.insert("summed_duration_ns".into(), Value::from(summed));
+        metadata.insert("first_name".into(), Value::from(self.collected.name(first.name)));
+        let device_index = if first.device == NONE_U32 { Value::Null } else { Value::from(first.device) };
+        metadata.insert("device_index".into(), device_index);
+        if let Some(name) = launch_name {
+            metadata.insert("launch_api".into(), Value::from(self.collected.name(name)));
+        }
+        if let Some(reason) = unlinked(link) {
+            metadata.insert("unresolved_reason".into(), Value::from(reason.gpu_reason()));
+        }
+        let streams: BTreeSet<u64> =
+            members.iter().map(|row| row.stream).filter(|&stream| stream != NONE_U64).collect();
+        if streams.len() > 1 {
+            metadata.insert("streams".into(), Value::from(streams.iter().copied().collect::<Vec<_>>()));
+        }
+        if members.len() > 1 {
+            let mut busy: Vec<(u64, u64)> = members.iter().map(|row| (row.start, row.end)).collect();
+            let merged = merge(&mut busy);
+            let origin = merged[0].0;
+            let intervals: Vec<Value> =
+                merged.iter().map(|&(start, end)| json!([start - origin, end - start])).collect();
+            let busy_ns: u64 = merged.iter().map(|&(start, end)| end - start).sum();
+            metadata.insert("intervals".into(), Value::Array(intervals));
+            metadata.insert("busy_ns".into(), Value::from(busy_ns));
+        }
+        let all_streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
+        let graphs: BTreeSet<u64> = members.iter().map(|row| row.graph_id).collect();
+        let single = |set: &BTreeSet<u64>, none: u64| match set.len() {
+            1 => set.first().copied().filter(|&value| value != none),
+            _ => None,
+        };
+        let (activity_ref, event_id) = self.next_activity_id()?;
+        let body = EventBody::ActivityRef(ActivityRef {
+            activity_ref,
+            activity_kind: static_text(first.kind.activity_kind()),
+            activity_domain: ActivityDomain::Gpu,
+            iteration_ref: iterations.get(link as usize).cloned(),
+            correlation_scope: self.scope(pid)?,
+            trace_attachment_id: Some(self.file.attachment_id.clone()),
+            runtime_correlation_id: None,
+            cuda_correlation_id: (first.correlation != 0).then_some(first.correlation),
+            stream_id: single(&all_streams, NONE_U64),
+            graph_id: single(&graphs, 0),
+            span: Span::new(Some(start), Some(end))?,
+        });
+        let event = CorrelationEvent::new(context, event_id, Metadata::new(metadata), body)?;
+        self.emit(event)?;
+        Ok((start, end))
+    }
+
+    fn emit_runtime(
+        &mut self,
+        row: &crate::collect::RuntimeRow,
+        link: Link,
+        iterations: &[EntityRef],
+    ) -> Result<(), TraceErrorKind> {
+        let mut metadata = Map::new();
+        metadata.insert("name".into(), Value::from(self.collected.name(row.name)));
+        metadata.insert("tid".into(), self.collected.threads.to_json(row.tid));
+        if let Some(reason) = unlinked(link) {
+            metadata.insert("unresolved_reason".into(), Value::from(reason.runtime_reason()));
+        }
+        let (activity_ref, event_id) = self.next_activity_id()?;
+        let body = EventBody::ActivityRef(ActivityRef {
+            activity_ref,
+            activity_kind: static_text(row.kind.activity_kind()),
+            activity_domain: ActivityDomain::Runtime,
+            iteration_ref: iterations.get(link as usize).cloned(),
+            correlation_scope: self.scope(row.pid)?,
+            trace_attachment_id: Some(self.file.attachment_id.clone()),
+            runtime_correlation_id: None,
+            cuda_correlation_id: (row.correlation != 0).then_some(row.correlation),
+            stream_id: None,
+            graph_id: None,
+            span: self.span(row.start, row.end)?,
+        });
+        let event =
+            CorrelationEvent::new(self.host_context(row.pid), event_id, Metadata::new(metadata), body)?;
+        self.emit(event)
+    }
+
+    fn capabilities(&self) -> BTreeSet<&'static str> {
+        let gpu = &self.collected.gpu;
+        let found = [
+            !gpu.is_empty(),
+            gpu.iter().any(|row| row.correlation != 0),
+            !self.collected.spans.is_empty(),
+            gpu.iter().any(|row| row.graph_id != 0),
+            gpu.iter().any(|row| row.stream != NONE_U64),
+        ];
+        SUPPORTED.iter().zip(found).filter(|(_, found)| *found).map(|(name, _)| *name).collect()
+    }
+
+    fn summary(&self, parts: SummaryParts) -> Map<String, Value> {
+        let collected = self.collected;
+        let info = self.info;
+        let processes: BTreeSet<u64> =
+            collected.runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)).collect();
+        let mut devices = Map::new();
+        for ((pid, device), mut tally) in parts.devices {
+            let key = match (ThreadKeys::as_number(pid), device) {
+                (Some(pid), NONE_U32) => format!("{pid}/None"),
+                (Some(pid), device) => format!("{pid}/{device}"),
+                (None, NONE_U32) => "None".to_owned(),
+                (None, device) => device.to_string(),
+            };
+            let summed: u64 = tally.intervals.iter().map(|&(start, end)| end - start).sum();
+            let busy: u64 = merge(&mut tally.intervals).iter().map(|&(start, end)| end - start).sum();
+            let spans: u64 = merge(&mut tally.record_spans).iter().map(|&(start, end)| end - start).sum();
+            let (uuid, source) = match tally.uuid {
+                Some((uuid, source)) => (Value::from(uuid), Value::from(source.as_str())),
+                None => (Value::Null, Value::Null),
+            };
+            devices.insert(
+                key,
+                json!({
+                    "name": tally.name,
+                    "device_uuid": uuid,
+                    "device_uuid_source": source,
+                    "busy_ns": busy,
+                    "launch_span_ns": spans,
+                    "summed_ns": summed,
+                }),
+            );
+        }
+        let mut summary = Map::new();
+        let mut put = |key: &str, value: Value| {
+            summary.insert(key.to_owned(), value);
+        };
+        put("format", Value::from(info.source));
+        put("detail", Value::from(self.options.detail.as_str()));
+        put("path", Value::from(self.file.path.clone()));
+        put("trace_attachment_id", Value::from(self.file.attachment_id.as_str()));
+        put("producer_id", Value::from(self.file.producer_id.as_str()));
+        put("trace_id", json!(info.trace_id));
+        put("host", json!(info.host));
+        put("rank", json!(info.rank));
+        put("world_size", json!(info.world_size.map(NonZeroU64::get)));
+        put("processes", json!(processes));
+        put("engine_version", json!(info.engine_version));
+        put("backend", Value::from(info.backend));
+        put("backend_version", json!(info.backend_version));
+        put("base_time_ns", Value::from(info.base_ns));
+        put("trace_events", Value::from(collected.events_read));
+        put("gpu_events", Value::from(collected.gpu.len()));
+        put("runtime_calls", Value::from(collected.runtime.len()));
+        put("iterations", Value::from(parts.iterations));
+        put("activity_records", Value::from(self.activity_count));
+        put("linked_gpu_events", Value::from(parts.linked_events));
+        put("unresolved_gpu_events", json!(parts.unresolved));
+        put("unresolved_runtime_calls", json!(parts.runtime_unresolved));
+        put("graph_gpu_events", Value::from(parts.graph_events));
+        put("devices", Value::Object(devices));
+        put("event_loss", Value::Null);
+        put("event_loss_note", Value::from("the trace does not report dropped CUPTI records"));
+        put("skipped_events", json!(collected.skipped));
+        put("skipped_examples", json!(collected.examples));
+        put("ignored_events", json!(collected.ignored));
+        put("rounded_timestamps", Value::from(collected.rounded_timestamps));
+        put("not_imported", json!(collected.not_imported));
+        put("notes", json!(collected.notes));
+        for (key, value) in &info.extra {
+            summary.insert(key.clone(), value.clone());
+        }
+        summary
+    }
+}
+
+struct SummaryParts {
+    iterations: usize,
+    devices: BTreeMap<(u64, u32), DeviceTally>,
+    linked_events: u64,
+    unresolved: BTreeMap<&'static str, u64>,
+    runtime_unresolved: BTreeMap<&'static str, u64>,
+    graph_events: u64,
+}
+
+/// A string known to be non-empty at compile time.
+fn static_text(text: &'static str) -> NonEmptyString {
+    // Only called with non-empty literals.
+    NonEmptyString::new(text).unwrap_or_else(|_| unreachable!("empty literal"))
+}
+
+/// Merges intervals into sorted, disjoint ones; touching ones join, as in
+/// stormlog's `merge_intervals`.
+pub(crate) fn merge(intervals: &mut [(u64, u64)]) -> Vec<(u64, u64)> {
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for &(start, end) in intervals.iter() {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+/// Span lists per process (ProfilerStep-like ranges) and per thread
+/// (stormlog ranges).
+#[allow(clippy::type_complexity, reason = "two plain maps")]
+fn span_lists(
+    collected: &Collected,
+    span_iteration: &[u32],
+) -> (HashMap<u64, SpanList>, HashMap<(u64, u64), SpanList>) {
+    let mut process: HashMap<u64, SpanList> = HashMap::new();
+    let mut thread: HashMap<(u64, u64), SpanList> = HashMap::new();
+    for (span, &iteration) in collected.spans.iter().zip(span_iteration) {
+        let list = match span.scope {
+            SpanScope::Process => process.entry(span.pid).or_default(),
+            SpanScope::Thread => thread.entry((span.pid, span.tid)).or_default(),
+        };
+        list.items.push((span.start, span.end, iteration));
+    }
+    process.values_mut().chain(thread.values_mut()).for_each(SpanList::finish);
+    (process, thread)
+}
+
+/// GPU rows grouped into records, in order of first appearance (stormlog's
+/// dict order): per launch, device and kind, or one per event. Returned flat:
+/// the row order, and each group as a range of it.
+fn groups(collected: &Collected, detail: Detail) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let count = collected.gpu.len() as u32;
+    let mut order: Vec<u32> = (0..count).collect();
+    if detail == Detail::Kernel {
+        return (order, (0..count).map(|index| (index, 1)).collect());
+    }
+    let key = |index: u32| {
+        let row = &collected.gpu[index as usize];
+        // Rows without a correlation stay alone, like stormlog's
+        // ("uncorrelated", index) key.
+        let launch = if row.correlation == 0 { (1, u64::from(index)) } else { (0, row.correlation) };
+        (row.device, row.kind, row.pid, launch)
+    };
+    order.sort_unstable_by_key(|&index| (key(index), index));
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    let mut previous = None;
+    for (position, &index) in order.iter().enumerate() {
+        let group_key = key(index);
+        match runs.last_mut() {
+            Some(run) if previous == Some(group_key) => run.1 += 1,
+            _ => {
+                runs.push((position as u32, 1));
+                previous = Some(group_key);
+            }
+        }
+    }
+    // Within a run rows are by index, so a run's first row is its earliest.
+    runs.sort_unstable_by_key(|&(position, _)| order[position as usize]);
+    (order, runs)
+}

@@ -1,0 +1,210 @@
+//! What an import keeps of a trace while reading it: compact rows of GPU
+//! work, runtime calls and iteration spans, with names interned.
+//!
+//! Both readers (Kineto JSON, Nsight SQLite) fill a [`Collected`]; building
+//! events from it is shared. A row is a few dozen bytes, so a trace's rows
+//! take a small fraction of its JSON text.
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Sentinel for "not given" in the compact rows.
+pub(crate) const NONE_U64: u64 = u64::MAX;
+pub(crate) const NONE_U32: u32 = u32::MAX;
+
+/// The kind of GPU work, as stormlog names it in `activity_kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum GpuKind {
+    Kernel,
+    Memcpy,
+    Memset,
+}
+
+impl GpuKind {
+    pub(crate) fn activity_kind(self) -> &'static str {
+        match self {
+            GpuKind::Kernel => "gpu_kernel",
+            GpuKind::Memcpy => "gpu_memcpy",
+            GpuKind::Memset => "gpu_memset",
+        }
+    }
+}
+
+/// Runtime API or driver API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum RuntimeKind {
+    Runtime,
+    Driver,
+}
+
+impl RuntimeKind {
+    pub(crate) fn activity_kind(self) -> &'static str {
+        match self {
+            RuntimeKind::Runtime => "cuda_runtime",
+            RuntimeKind::Driver => "cuda_driver",
+        }
+    }
+}
+
+/// One kernel, copy or memset. Times are as the trace wrote them (before
+/// its base time is added), in ns.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct GpuRow {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    /// CUDA correlation ID; 0 when absent (CUPTI never uses 0).
+    pub(crate) correlation: u64,
+    pub(crate) stream: u64,
+    /// CUDA graph ID; 0 when absent.
+    pub(crate) graph_id: u64,
+    /// Launching process where the format says (Nsight); a [`ThreadKey`].
+    pub(crate) pid: u64,
+    pub(crate) name: u32,
+    pub(crate) device: u32,
+    /// Nsight's device UUID, index into [`Collected::strings`].
+    pub(crate) device_uuid: u32,
+    /// Nsight's graph node, when the row came from a per-node graph capture.
+    pub(crate) graph_node: bool,
+    pub(crate) kind: GpuKind,
+}
+
+/// One runtime or driver API call on the host.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RuntimeRow {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) correlation: u64,
+    pub(crate) pid: u64,
+    pub(crate) tid: u64,
+    pub(crate) name: u32,
+    pub(crate) kind: RuntimeKind,
+}
+
+/// How far an iteration span reaches when linking launches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum SpanScope {
+    /// Any thread of the span's process (ProfilerStep, `--iteration-pattern`).
+    Process,
+    /// Only the span's own thread (stormlog's `stormlog.iteration/...`).
+    Thread,
+}
+
+/// One host span that marks an iteration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct SpanRow {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) pid: u64,
+    pub(crate) tid: u64,
+    /// The range's name, interned.
+    pub(crate) name: u32,
+    pub(crate) scope: SpanScope,
+}
+
+/// Interned strings: each distinct string is stored once.
+#[derive(Debug, Default)]
+pub(crate) struct Interner {
+    ids: HashMap<Box<str>, u32>,
+    strings: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub(crate) fn intern(&mut self, text: &str) -> u32 {
+        if let Some(&id) = self.ids.get(text) {
+            return id;
+        }
+        // Beyond 2^32 - 1 distinct names the last ID is reused; no real
+        // trace comes near, and the sentinel stays distinct.
+        let id = u32::try_from(self.strings.len()).unwrap_or(NONE_U32 - 1).min(NONE_U32 - 1);
+        self.strings.push(text.into());
+        self.ids.insert(text.into(), id);
+        id
+    }
+
+    pub(crate) fn get(&self, id: u32) -> Option<&str> {
+        self.strings.get(id as usize).map(|text| &**text)
+    }
+}
+
+/// Process and thread IDs as the trace writes them: numbers (almost always)
+/// or strings (`"Spans"`). A number below 2^63 is its own key; anything else
+/// is interned and keyed with the top bit set.
+#[derive(Debug, Default)]
+pub(crate) struct ThreadKeys {
+    texts: Interner,
+}
+
+const TEXT_KEY: u64 = 1 << 63;
+
+impl ThreadKeys {
+    pub(crate) fn number(&mut self, value: u64) -> u64 {
+        if value < TEXT_KEY { value } else { TEXT_KEY | u64::from(self.texts.intern(&value.to_string())) }
+    }
+
+    pub(crate) fn text(&mut self, value: &str) -> u64 {
+        TEXT_KEY | u64::from(self.texts.intern(value))
+    }
+
+    /// The numeric ID behind a key, for a context's `pid`.
+    pub(crate) fn as_number(key: u64) -> Option<u64> {
+        (key < TEXT_KEY).then_some(key)
+    }
+
+    /// The key as JSON, as the trace wrote it.
+    pub(crate) fn to_json(&self, key: u64) -> serde_json::Value {
+        match Self::as_number(key) {
+            Some(number) => serde_json::Value::from(number),
+            None => {
+                let text = u32::try_from(key & !TEXT_KEY).ok().and_then(|id| self.texts.get(id));
+                text.map_or(serde_json::Value::Null, serde_json::Value::from)
+            }
+        }
+    }
+}
+
+/// Everything an import keeps of one trace.
+#[derive(Debug, Default)]
+pub(crate) struct Collected {
+    pub(crate) names: Interner,
+    pub(crate) strings: Interner,
+    pub(crate) threads: ThreadKeys,
+    pub(crate) gpu: Vec<GpuRow>,
+    pub(crate) runtime: Vec<RuntimeRow>,
+    pub(crate) spans: Vec<SpanRow>,
+    /// Events read from the trace, of any kind.
+    pub(crate) events_read: u64,
+    /// Events left out, by reason (`missing dur`, `negative dur`, ...).
+    pub(crate) skipped: BTreeMap<String, u64>,
+    /// Events recognised and deliberately not imported, by what they are.
+    pub(crate) ignored: BTreeMap<String, u64>,
+    /// Timestamps with digits below a nanosecond, rounded.
+    pub(crate) rounded_timestamps: u64,
+    /// Some timestamp or duration had a fraction of a microsecond: the
+    /// trace's resolution is finer than its unit.
+    pub(crate) sub_microsecond: bool,
+    /// The first few messages about malformed events.
+    pub(crate) examples: Vec<String>,
+    /// Notes for the summary (missing tables, unnamed devices, ...).
+    pub(crate) notes: Vec<String>,
+    /// Rows present in the source that no reader imports, by what they are.
+    pub(crate) not_imported: BTreeMap<String, u64>,
+}
+
+/// How many malformed-event messages a summary keeps.
+const EXAMPLES: usize = 5;
+
+impl Collected {
+    pub(crate) fn skip(&mut self, reason: &str, example: impl FnOnce() -> String) {
+        *self.skipped.entry(reason.to_owned()).or_default() += 1;
+        if self.examples.len() < EXAMPLES {
+            self.examples.push(example());
+        }
+    }
+
+    pub(crate) fn ignore(&mut self, what: &str) {
+        *self.ignored.entry(what.to_owned()).or_default() += 1;
+    }
+
+    pub(crate) fn name(&self, id: u32) -> &str {
+        self.names.get(id).unwrap_or("")
+    }
+}

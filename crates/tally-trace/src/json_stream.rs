@@ -1,0 +1,318 @@
+//! A pull reader over one large JSON document, a value at a time.
+//!
+//! The document is read in chunks into one buffer. The caller walks the
+//! structure it cares about (the top-level object, then the `traceEvents`
+//! array) byte by byte, and hands each value it wants to serde_json as a
+//! slice of the buffer, so strings and numbers are borrowed, not copied.
+//! When a value runs past the buffered bytes, serde_json reports an end of
+//! input; the reader then reads more and parses the value again. Only one
+//! value and one chunk are ever held, whatever the size of the document.
+
+use std::io::{self, Read};
+
+use serde::de::DeserializeOwned;
+
+/// Bytes read at once; doubled while one value does not fit.
+const CHUNK: usize = 1 << 20;
+
+/// How a value could not be read.
+#[derive(Debug)]
+pub(crate) enum StreamError {
+    /// The source failed.
+    Io(io::Error),
+    /// Not JSON: serde_json's message, at an absolute byte offset.
+    Syntax { offset: u64, message: String },
+    /// The document ended inside a value or before one.
+    Eof { offset: u64 },
+}
+
+/// The outcome of parsing one value with [`JsonStream::value`].
+pub(crate) enum Parsed<T> {
+    /// The value, and how many bytes it took.
+    Value(T, usize),
+    /// Valid JSON of the wrong shape for the caller: its message, and how
+    /// many bytes the value took, so the caller can skip it.
+    Mismatch(String, usize),
+}
+
+pub(crate) struct JsonStream<R> {
+    source: R,
+    buffer: Vec<u8>,
+    /// First byte not yet consumed.
+    start: usize,
+    /// End of the bytes read.
+    end: usize,
+    /// Absolute offset of `buffer[0]` in the document.
+    base: u64,
+    eof: bool,
+    chunk: usize,
+}
+
+fn is_whitespace(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
+impl<R: Read> JsonStream<R> {
+    pub(crate) fn new(source: R) -> Self {
+        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk: CHUNK }
+    }
+
+    /// Absolute offset of the next unconsumed byte.
+    pub(crate) fn offset(&self) -> u64 {
+        self.base + self.start as u64
+    }
+
+    /// Reads at least one more chunk unless the source is exhausted; returns
+    /// whether anything was read.
+    fn fill(&mut self) -> Result<bool, StreamError> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.start > 0 {
+            self.buffer.copy_within(self.start..self.end, 0);
+            self.base += self.start as u64;
+            self.end -= self.start;
+            self.start = 0;
+        }
+        let wanted = self.end + self.chunk;
+        if self.buffer.len() < wanted {
+            self.buffer.resize(wanted, 0);
+        }
+        let before = self.end;
+        // Decoders return small pieces; gather a good part of a chunk so a
+        // value spanning the boundary is parsed again rarely.
+        while self.end - before < self.chunk / 2 {
+            match self.source.read(&mut self.buffer[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    break;
+                }
+                Ok(read) => self.end += read,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => return Err(StreamError::Io(error)),
+            }
+        }
+        Ok(self.end > before)
+    }
+
+    /// The next byte that is not whitespace, without consuming it; `None` at
+    /// the end of the document.
+    pub(crate) fn peek(&mut self) -> Result<Option<u8>, StreamError> {
+        loop {
+            while self.start < self.end {
+                let byte = self.buffer[self.start];
+                if !is_whitespace(byte) {
+                    return Ok(Some(byte));
+                }
+                self.start += 1;
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Consumes the byte [`JsonStream::peek`] returned.
+    pub(crate) fn advance(&mut self) {
+        self.start += 1;
+    }
+
+    /// An error about the next unconsumed byte.
+    pub(crate) fn syntax(&self, message: impl Into<String>) -> StreamError {
+        StreamError::Syntax { offset: self.offset(), message: message.into() }
+    }
+
+    /// Parses the next value (after [`JsonStream::peek`]) with `parse`,
+    /// which gets the buffered bytes from the value's first byte and returns
+    /// what it made of them. The value's bytes are then consumed.
+    ///
+    /// `parse` may run more than once for one value (when it is cut by the
+    /// end of the buffer), so it must not have effects before it succeeds.
+    pub(crate) fn value<T>(
+        &mut self,
+        mut parse: impl FnMut(&[u8]) -> Result<Parsed<T>, serde_json::Error>,
+    ) -> Result<Parsed<T>, StreamError> {
+        loop {
+            if !self.eof && !self.value_is_delimited()? {
+                continue;
+            }
+            let slice = &self.buffer[self.start..self.end];
+            match parse(slice) {
+                Ok(parsed) => {
+                    let used = match &parsed {
+                        Parsed::Value(_, used) | Parsed::Mismatch(_, used) => *used,
+                    };
+                    self.start += used;
+                    // A value that fitted comfortably resets the chunk size.
+                    self.chunk = CHUNK;
+                    return Ok(parsed);
+                }
+                Err(error) if error.is_eof() => {
+                    if self.eof {
+                        return Err(StreamError::Eof { offset: self.base + self.end as u64 });
+                    }
+                    // Grow so that a huge value is re-parsed a logarithmic
+                    // number of times, not once per chunk.
+                    self.chunk = self.chunk.saturating_mul(2);
+                    self.fill()?;
+                }
+                Err(error) => {
+                    let offset = self.offset() + offset_in(slice, error.line(), error.column());
+                    return Err(StreamError::Syntax { offset, message: strip_position(&error) });
+                }
+            }
+        }
+    }
+
+    /// A number, `true`, `false` or `null` at the end of the buffer may go
+    /// on in the next chunk; objects, arrays and strings end with their own
+    /// closing byte, so serde_json notices when they are cut. Returns false
+    /// after reading more, to have the caller look again.
+    fn value_is_delimited(&mut self) -> Result<bool, StreamError> {
+        let Some(&first) = self.buffer.get(self.start).filter(|_| self.start < self.end) else {
+            self.fill()?;
+            return Ok(self.eof);
+        };
+        if matches!(first, b'{' | b'[' | b'"') {
+            return Ok(true);
+        }
+        let rest = &self.buffer[self.start..self.end];
+        let delimited = rest.iter().any(|&byte| is_whitespace(byte) || matches!(byte, b',' | b']' | b'}'));
+        if delimited {
+            return Ok(true);
+        }
+        self.fill()?;
+        Ok(false)
+    }
+
+    /// Parses the next value as `T`, owned.
+    pub(crate) fn owned<T: DeserializeOwned>(&mut self) -> Result<Parsed<T>, StreamError> {
+        self.value(|slice| parse_one::<T>(slice))
+    }
+
+    /// Skips the next value, whatever it is.
+    pub(crate) fn skip(&mut self) -> Result<(), StreamError> {
+        self.owned::<serde::de::IgnoredAny>().map(|_| ())
+    }
+}
+
+/// Parses one value at the start of `slice`; a value of valid JSON that does
+/// not fit `T` is a [`Parsed::Mismatch`] carrying its length.
+pub(crate) fn parse_one<'de, T: serde::Deserialize<'de>>(
+    slice: &'de [u8],
+) -> Result<Parsed<T>, serde_json::Error> {
+    let mut stream = serde_json::Deserializer::from_slice(slice).into_iter::<T>();
+    match stream.next() {
+        Some(Ok(value)) => Ok(Parsed::Value(value, stream.byte_offset())),
+        Some(Err(error)) if error.is_data() => {
+            let message = strip_position(&error);
+            let mut skip = serde_json::Deserializer::from_slice(slice).into_iter::<serde::de::IgnoredAny>();
+            match skip.next() {
+                Some(Ok(_)) => Ok(Parsed::Mismatch(message, skip.byte_offset())),
+                Some(Err(error)) => Err(error),
+                // The slice starts with a value (the caller peeked at it), so
+                // the stream yields one; a serde error would be reported above.
+                None => Err(serde::de::Error::custom("empty value")),
+            }
+        }
+        Some(Err(error)) => Err(error),
+        None => Err(serde::de::Error::custom("expected a value")),
+    }
+}
+
+/// serde_json's message without its " at line L column C" tail, which is
+/// relative to a slice and would mislead.
+fn strip_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
+    }
+}
+
+/// The byte offset of serde_json's 1-based line and column in `slice`.
+fn offset_in(slice: &[u8], line: usize, column: usize) -> u64 {
+    let mut offset = 0usize;
+    for _ in 1..line {
+        match slice[offset..].iter().position(|&byte| byte == b'\n') {
+            Some(newline) => offset += newline + 1,
+            None => return slice.len() as u64,
+        }
+    }
+    (offset + column.saturating_sub(1)).min(slice.len()) as u64
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+mod tests {
+    use super::*;
+
+    /// A reader that returns one byte per call, the worst case for values
+    /// cut by the end of the buffer.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            match (self.0.split_first(), buf.first_mut()) {
+                (Some((&byte, rest)), Some(slot)) => {
+                    *slot = byte;
+                    self.0 = rest;
+                    Ok(1)
+                }
+                _ => Ok(0),
+            }
+        }
+    }
+
+    fn numbers(text: &str) -> Vec<u64> {
+        let mut stream = JsonStream::new(Trickle(text.as_bytes()));
+        stream.chunk = 4;
+        let mut out = Vec::new();
+        assert_eq!(stream.peek().unwrap(), Some(b'['));
+        stream.advance();
+        loop {
+            match stream.peek().unwrap() {
+                Some(b']') => break,
+                Some(b',') => stream.advance(),
+                Some(_) => match stream.owned::<u64>().unwrap() {
+                    Parsed::Value(value, _) => out.push(value),
+                    Parsed::Mismatch(message, _) => panic!("{message}"),
+                },
+                None => panic!("unexpected end"),
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn values_cut_by_the_buffer_are_read_whole() {
+        assert_eq!(numbers("[1, 22,333 ,4444444444,\n5]"), vec![1, 22, 333, 4_444_444_444, 5]);
+    }
+
+    #[test]
+    fn truncated_and_invalid_input_are_told_apart() {
+        let mut stream = JsonStream::new(Trickle(b"{\"a\": [1, 2"));
+        assert_eq!(stream.peek().unwrap(), Some(b'{'));
+        assert!(matches!(stream.skip(), Err(StreamError::Eof { offset: 11 })));
+        let mut stream = JsonStream::new(&b"   {\"a\": [1, 2}"[..]);
+        stream.peek().unwrap();
+        match stream.skip() {
+            Err(StreamError::Syntax { offset, .. }) => assert_eq!(offset, 14),
+            other => panic!("{:?}", other.err()),
+        }
+    }
+
+    #[test]
+    fn a_mismatched_value_is_skipped_whole() {
+        let mut stream = JsonStream::new(&b"{\"x\": [1, {\"y\": 2}]} 7"[..]);
+        stream.peek().unwrap();
+        match stream.owned::<u64>().unwrap() {
+            Parsed::Mismatch(message, used) => {
+                assert_eq!(used, 20);
+                assert!(message.contains("invalid type"), "{message}");
+            }
+            Parsed::Value(..) => panic!("an object is not a number"),
+        }
+        assert_eq!(stream.peek().unwrap(), Some(b'7'));
+    }
+}

@@ -1,0 +1,591 @@
+//! The streaming reader of Kineto (PyTorch profiler) Chrome-trace JSON.
+//!
+//! The top-level object is walked key by key. `traceEvents` is visited one
+//! element at a time: each element is deserialized from the read buffer
+//! into a [`RawEvent`] that borrows its strings and keeps `ts` and `dur` as
+//! their JSON text, and only the compact rows of [`Collected`] outlive it.
+//! The few header keys the import needs are kept; every other value
+//! (`INFO` logs, unknown keys) is skipped without being built.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::io::Read;
+
+use serde::Deserialize;
+use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+
+use crate::collect::{Collected, GpuKind, GpuRow, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
+use crate::decimal::{self, DecimalError};
+use crate::json_stream::{JsonStream, Parsed, StreamError, parse_one};
+use crate::ranges::SpanMatcher;
+
+/// The top-level values of a Kineto trace the import uses.
+#[derive(Debug, Default)]
+pub(crate) struct KinetoHeader {
+    /// `baseTimeNanoseconds`, exact.
+    pub(crate) base_ns: Option<u64>,
+    /// Small header values kept as JSON, by key.
+    pub(crate) values: Map<String, Value>,
+    /// The document had a `traceEvents` array (or was one).
+    pub(crate) saw_events: bool,
+}
+
+/// Header keys kept as JSON; `baseTimeNanoseconds` is read from its text.
+const KEPT_KEYS: [&str; 11] = [
+    "schemaVersion",
+    "distributedInfo",
+    "deviceProperties",
+    "host_name",
+    "trace_id",
+    "traceName",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "roctracer_version",
+    "vllm_version",
+];
+
+/// Why the document is not a trace, as opposed to not being JSON.
+#[derive(Debug)]
+pub(crate) enum KinetoError {
+    Stream(StreamError),
+    NotTrace(String),
+    Header(String),
+}
+
+impl From<StreamError> for KinetoError {
+    fn from(error: StreamError) -> Self {
+        KinetoError::Stream(error)
+    }
+}
+
+/// Reads a whole trace document into `collected`.
+pub(crate) fn read_kineto<R: Read>(
+    source: R,
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+) -> Result<KinetoHeader, KinetoError> {
+    let mut stream = JsonStream::new(source);
+    let mut header = KinetoHeader::default();
+    match stream.peek()? {
+        Some(b'{') => {
+            stream.advance();
+            read_object(&mut stream, collected, spans, &mut header)?;
+        }
+        // Chrome's JSON Array Format: the document is the event list.
+        Some(b'[') => {
+            stream.advance();
+            read_events(&mut stream, collected, spans)?;
+            header.saw_events = true;
+        }
+        Some(_) => return Err(KinetoError::NotTrace("the document is not a JSON object".into())),
+        None => return Err(KinetoError::NotTrace("the file is empty".into())),
+    }
+    if stream.peek()?.is_some() {
+        return Err(stream.syntax("data after the end of the trace").into());
+    }
+    if !header.saw_events {
+        return Err(KinetoError::NotTrace("no traceEvents array".into()));
+    }
+    Ok(header)
+}
+
+fn read_object<R: Read>(
+    stream: &mut JsonStream<R>,
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+    header: &mut KinetoHeader,
+) -> Result<(), KinetoError> {
+    if stream.peek()? == Some(b'}') {
+        stream.advance();
+        return Ok(());
+    }
+    loop {
+        let key = match stream.peek()? {
+            Some(b'"') => match stream.owned::<String>()? {
+                Parsed::Value(key, _) => key,
+                Parsed::Mismatch(message, _) => return Err(stream.syntax(message).into()),
+            },
+            Some(_) => return Err(stream.syntax("expected a key").into()),
+            None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
+        };
+        match stream.peek()? {
+            Some(b':') => stream.advance(),
+            Some(_) => return Err(stream.syntax("expected ':' after a key").into()),
+            None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
+        }
+        if stream.peek()?.is_none() {
+            return Err(StreamError::Eof { offset: stream.offset() }.into());
+        }
+        read_member(stream, &key, collected, spans, header)?;
+        match stream.peek()? {
+            Some(b',') => stream.advance(),
+            Some(b'}') => {
+                stream.advance();
+                return Ok(());
+            }
+            Some(_) => return Err(stream.syntax("expected ',' or '}' after a value").into()),
+            None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
+        }
+    }
+}
+
+fn read_member<R: Read>(
+    stream: &mut JsonStream<R>,
+    key: &str,
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+    header: &mut KinetoHeader,
+) -> Result<(), KinetoError> {
+    match key {
+        "traceEvents" => {
+            if stream.peek()? != Some(b'[') {
+                return Err(KinetoError::NotTrace("traceEvents is not an array".into()));
+            }
+            stream.advance();
+            read_events(stream, collected, spans)?;
+            header.saw_events = true;
+        }
+        "baseTimeNanoseconds" => match stream.owned::<Box<RawValue>>()? {
+            Parsed::Value(raw, _) if raw.get() == "null" => {}
+            Parsed::Value(raw, _) => match decimal::nanos_text(raw.get()) {
+                Ok(nanos) => header.base_ns = Some(nanos.value),
+                Err(error) => {
+                    return Err(KinetoError::Header(format!("baseTimeNanoseconds {} is {error}", raw.get())));
+                }
+            },
+            Parsed::Mismatch(message, _) => return Err(KinetoError::Header(message)),
+        },
+        _ if KEPT_KEYS.contains(&key) => {
+            if let Parsed::Value(value, _) = stream.owned::<Value>()? {
+                header.values.insert(key.to_owned(), value);
+            }
+        }
+        _ => stream.skip()?,
+    }
+    Ok(())
+}
+
+fn read_events<R: Read>(
+    stream: &mut JsonStream<R>,
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+) -> Result<(), KinetoError> {
+    if stream.peek()? == Some(b']') {
+        stream.advance();
+        return Ok(());
+    }
+    let mut index: u64 = 0;
+    loop {
+        if stream.peek()?.is_none() {
+            return Err(StreamError::Eof { offset: stream.offset() }.into());
+        }
+        let parsed = stream.value(|slice| match parse_one::<RawEvent<'_>>(slice)? {
+            Parsed::Value(event, used) => {
+                add_event(collected, spans, &event, index);
+                Ok(Parsed::Value((), used))
+            }
+            Parsed::Mismatch(message, used) => Ok(Parsed::Mismatch(message, used)),
+        })?;
+        if let Parsed::Mismatch(message, _) = parsed {
+            collected.events_read += 1;
+            collected.skip("malformed event", || format!("traceEvents[{index}]: {message}"));
+        }
+        index += 1;
+        match stream.peek()? {
+            Some(b',') => stream.advance(),
+            Some(b']') => {
+                stream.advance();
+                return Ok(());
+            }
+            Some(_) => return Err(stream.syntax("expected ',' or ']' after an event").into()),
+            None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
+        }
+    }
+}
+
+/// What a category makes of an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Category {
+    Gpu(GpuKind),
+    Runtime(RuntimeKind),
+    GpuAnnotation,
+    Other,
+}
+
+/// Categories are matched in any capitalisation: PyTorch before 1.9 wrote
+/// `Kernel`, `Memcpy`, `Memset` and `Runtime`.
+fn category(cat: &str) -> Category {
+    const TABLE: [(&str, Category); 9] = [
+        ("kernel", Category::Gpu(GpuKind::Kernel)),
+        ("gpu_memcpy", Category::Gpu(GpuKind::Memcpy)),
+        ("memcpy", Category::Gpu(GpuKind::Memcpy)),
+        ("gpu_memset", Category::Gpu(GpuKind::Memset)),
+        ("memset", Category::Gpu(GpuKind::Memset)),
+        ("cuda_runtime", Category::Runtime(RuntimeKind::Runtime)),
+        ("runtime", Category::Runtime(RuntimeKind::Runtime)),
+        ("cuda_driver", Category::Runtime(RuntimeKind::Driver)),
+        ("gpu_user_annotation", Category::GpuAnnotation),
+    ];
+    for (name, value) in TABLE {
+        if cat.eq_ignore_ascii_case(name) {
+            return value;
+        }
+    }
+    if cat.eq_ignore_ascii_case("driver") { Category::Runtime(RuntimeKind::Driver) } else { Category::Other }
+}
+
+fn add_event(collected: &mut Collected, spans: &SpanMatcher, event: &RawEvent<'_>, index: u64) {
+    collected.events_read += 1;
+    let category = event.cat.as_ref().map_or(Category::Other, |cat| category(cat.as_str()));
+    let complete = event.ph.as_ref().is_some_and(|ph| ph.as_str() == "X");
+    if !complete {
+        if let Category::Gpu(_) = category {
+            collected.ignore("GPU events not of phase X");
+        }
+        return;
+    }
+    let name = event.name.as_ref().map_or("", |name| name.as_str());
+    match category {
+        Category::Gpu(kind) => {
+            let Some((start, end)) = times(collected, event, index, name) else {
+                return;
+            };
+            let args = event.args.unwrap_or_default();
+            let pid_device = match event.pid {
+                Some(Id::Number(pid)) => Some(pid),
+                _ => None,
+            };
+            // An ordinal of 2^32 - 1 would be the sentinel: no real device.
+            let device = args.device.or(pid_device).and_then(|device| u32::try_from(device).ok());
+            let name = collected.names.intern(name);
+            collected.gpu.push(GpuRow {
+                start,
+                end,
+                correlation: args.correlation.unwrap_or(0),
+                stream: args.stream.unwrap_or(NONE_U64),
+                graph_id: args.graph_id.unwrap_or(0),
+                pid: NONE_U64,
+                name,
+                device: device.unwrap_or(NONE_U32),
+                device_uuid: NONE_U32,
+                graph_node: false,
+                kind,
+            });
+        }
+        Category::Runtime(kind) => {
+            let Some((pid, tid)) = thread(collected, event, index, name) else {
+                return;
+            };
+            let Some((start, end)) = times(collected, event, index, name) else {
+                return;
+            };
+            let args = event.args.unwrap_or_default();
+            let name = collected.names.intern(name);
+            collected.runtime.push(RuntimeRow {
+                start,
+                end,
+                correlation: args.correlation.unwrap_or(0),
+                pid,
+                tid,
+                name,
+                kind,
+            });
+        }
+        Category::GpuAnnotation => collected.ignore("gpu_user_annotation"),
+        Category::Other => {
+            let Some(scope) = spans.scope(name) else {
+                return;
+            };
+            let Some((pid, tid)) = thread(collected, event, index, name) else {
+                return;
+            };
+            let Some((start, end)) = times(collected, event, index, name) else {
+                return;
+            };
+            let name = collected.names.intern(name);
+            collected.spans.push(SpanRow { start, end, pid, tid, name, scope });
+        }
+    }
+}
+
+/// The event's start and end in ns, or a counted skip.
+fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str) -> Option<(u64, u64)> {
+    let example = |what: &str| format!("traceEvents[{index}] {name:?}: {what}");
+    let Some(ts) = event.ts.filter(|raw| raw.get() != "null") else {
+        collected.skip("missing ts", || example("no ts"));
+        return None;
+    };
+    let Some(dur) = event.dur.filter(|raw| raw.get() != "null") else {
+        collected.skip("missing dur", || example("no dur"));
+        return None;
+    };
+    let start = match decimal::micros_to_nanos(ts.get()) {
+        Ok(nanos) => nanos,
+        Err(error) => {
+            let reason = match error {
+                DecimalError::Negative => "negative ts",
+                DecimalError::OutOfRange => "ts out of range",
+                DecimalError::NotANumber => "invalid ts",
+            };
+            collected.skip(reason, || example(&format!("ts {} is {error}", ts.get())));
+            return None;
+        }
+    };
+    let duration = match decimal::micros_to_nanos(dur.get()) {
+        Ok(nanos) => nanos,
+        Err(error) => {
+            let reason = match error {
+                DecimalError::Negative => "negative dur",
+                DecimalError::OutOfRange => "dur out of range",
+                DecimalError::NotANumber => "invalid dur",
+            };
+            collected.skip(reason, || example(&format!("dur {} is {error}", dur.get())));
+            return None;
+        }
+    };
+    let Some(end) = start.value.checked_add(duration.value) else {
+        collected.skip("ts out of range", || example("ts + dur is beyond 2^64 ns"));
+        return None;
+    };
+    collected.rounded_timestamps += u64::from(start.rounded) + u64::from(duration.rounded);
+    collected.sub_microsecond |= start.value % 1000 != 0 || duration.value % 1000 != 0;
+    Some((start.value, end))
+}
+
+/// The event's process and thread keys, or a counted skip.
+fn thread(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str) -> Option<(u64, u64)> {
+    let mut key = |id: &Option<Id<'_>>| match id {
+        Some(Id::Number(number)) => Some(collected.threads.number(*number)),
+        Some(Id::Text(text)) => Some(collected.threads.text(text.as_str())),
+        None => None,
+    };
+    match (key(&event.pid), key(&event.tid)) {
+        (Some(pid), Some(tid)) => Some((pid, tid)),
+        _ => {
+            collected.skip("missing pid or tid", || format!("traceEvents[{index}] {name:?}: no pid or tid"));
+            None
+        }
+    }
+}
+
+/// One trace event, borrowing from the read buffer. Unknown keys are
+/// skipped by the deserializer without being built.
+#[derive(Deserialize)]
+struct RawEvent<'a> {
+    #[serde(borrow, default)]
+    ph: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    cat: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    name: Option<Text<'a>>,
+    #[serde(borrow, default)]
+    pid: Option<Id<'a>>,
+    #[serde(borrow, default)]
+    tid: Option<Id<'a>>,
+    #[serde(borrow, default)]
+    ts: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    dur: Option<&'a RawValue>,
+    #[serde(default)]
+    args: Option<Args>,
+}
+
+/// A string, borrowed unless it had escapes.
+struct Text<'a>(Cow<'a, str>);
+
+impl Text<'_> {
+    fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for TextVisitor<'a> {
+            type Value = Text<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Borrowed(value)))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Text<'a>, E> {
+                Ok(Text(Cow::Owned(value.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(TextVisitor(std::marker::PhantomData))
+    }
+}
+
+/// A `pid` or `tid`: a number, or a string such as `"Spans"`.
+enum Id<'a> {
+    Number(u64),
+    Text(Text<'a>),
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct IdVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for IdVisitor<'a> {
+            type Value = Id<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a string")
+            }
+            fn visit_u64<E: de::Error>(self, value: u64) -> Result<Id<'a>, E> {
+                Ok(Id::Number(value))
+            }
+            fn visit_i64<E: de::Error>(self, value: i64) -> Result<Id<'a>, E> {
+                Ok(match u64::try_from(value) {
+                    Ok(number) => Id::Number(number),
+                    Err(_) => Id::Text(Text(Cow::Owned(value.to_string()))),
+                })
+            }
+            fn visit_f64<E: de::Error>(self, value: f64) -> Result<Id<'a>, E> {
+                Ok(Id::Text(Text(Cow::Owned(value.to_string()))))
+            }
+            fn visit_borrowed_str<E: de::Error>(self, value: &'de str) -> Result<Id<'a>, E> {
+                Ok(Id::Text(Text(Cow::Borrowed(value))))
+            }
+            fn visit_str<E: de::Error>(self, value: &str) -> Result<Id<'a>, E> {
+                Ok(Id::Text(Text(Cow::Owned(value.to_owned()))))
+            }
+        }
+        deserializer.deserialize_any(IdVisitor(std::marker::PhantomData))
+    }
+}
+
+/// The `args` the import reads; every other key is skipped.
+#[derive(Deserialize, Default, Clone, Copy)]
+struct Args {
+    #[serde(default, deserialize_with = "lenient")]
+    device: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    stream: Option<u64>,
+    #[serde(default, deserialize_with = "lenient")]
+    correlation: Option<u64>,
+    #[serde(default, rename = "graph id", deserialize_with = "lenient")]
+    graph_id: Option<u64>,
+}
+
+/// An integer read as stormlog's `_optional_int` reads it: a non-negative
+/// integer, an integral float or a decimal string; anything else (a
+/// negative stream, `null`, an object) is absent rather than an error.
+fn lenient<'de, D: de::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    struct Lenient;
+    impl<'de> Visitor<'de> for Lenient {
+        type Value = Option<u64>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_u64<E: de::Error>(self, value: u64) -> Result<Option<u64>, E> {
+            Ok(Some(value))
+        }
+        fn visit_i64<E: de::Error>(self, value: i64) -> Result<Option<u64>, E> {
+            Ok(u64::try_from(value).ok())
+        }
+        fn visit_f64<E: de::Error>(self, value: f64) -> Result<Option<u64>, E> {
+            // Python's int() truncates toward zero; u64::MAX as f64 rounds up
+            // to 2^64, so the bound is strict.
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, reason = "range checked")]
+            let converted =
+                (0.0..18_446_744_073_709_551_616.0).contains(&value).then(|| value.trunc() as u64);
+            Ok(converted)
+        }
+        fn visit_str<E: de::Error>(self, value: &str) -> Result<Option<u64>, E> {
+            Ok(value.trim().parse().ok())
+        }
+        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_unit<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_none<E: de::Error>(self) -> Result<Option<u64>, E> {
+            Ok(None)
+        }
+        fn visit_some<D: de::Deserializer<'de>>(self, deserializer: D) -> Result<Option<u64>, D::Error> {
+            deserializer.deserialize_any(Lenient)
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Option<u64>, A::Error> {
+            while seq.next_element::<IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Option<u64>, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+    }
+    deserializer.deserialize_any(Lenient)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+mod tests {
+    use super::*;
+
+    fn read(text: &str) -> Result<(KinetoHeader, Collected), KinetoError> {
+        let mut collected = Collected::default();
+        let matcher = SpanMatcher::new(crate::ranges::default_pattern());
+        let header = read_kineto(text.as_bytes(), &mut collected, &matcher)?;
+        Ok((header, collected))
+    }
+
+    #[test]
+    fn header_after_events_and_exact_times() {
+        let text = r#"{"traceEvents": [
+            {"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4458676983543.183,
+             "dur": 41.407, "args": {"device": 3, "stream": 7, "correlation": 12, "grid": [1, 2, 3]}},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11,
+             "ts": 4458676983500, "dur": 5, "args": {"correlation": 12}},
+            {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 10, "tid": 11,
+             "ts": 4458676983000, "dur": 1000.5},
+            {"ph": "f", "cat": "ac2g", "id": 1}
+          ], "INFO": ["log"], "baseTimeNanoseconds": 1711964646000000000}"#;
+        let (header, collected) = read(text).unwrap();
+        assert_eq!(header.base_ns, Some(1_711_964_646_000_000_000));
+        assert_eq!(collected.events_read, 4);
+        let kernel = collected.gpu[0];
+        assert_eq!((kernel.start, kernel.end), (4_458_676_983_543_183, 4_458_676_983_584_590));
+        assert_eq!((kernel.device, kernel.stream, kernel.correlation), (3, 7, 12));
+        assert_eq!(collected.runtime[0].correlation, 12);
+        assert_eq!(collected.spans[0].end - collected.spans[0].start, 1_000_500);
+    }
+
+    #[test]
+    fn bad_events_are_counted_not_fatal() {
+        let text = r#"{"traceEvents": [
+            {"ph": "X", "cat": "kernel", "name": "no ts", "pid": 0, "tid": 7, "dur": 1},
+            {"ph": "X", "cat": "kernel", "name": "no dur", "pid": 0, "tid": 7, "ts": 1},
+            {"ph": "X", "cat": "kernel", "name": "neg", "pid": 0, "tid": 7, "ts": 1, "dur": -2},
+            {"ph": "X", "cat": "kernel", "name": ["not", "a", "string"], "ts": 1, "dur": 1},
+            7,
+            {"ph": "X", "cat": "kernel", "name": "ok", "pid": 0, "tid": 7, "ts": 1, "dur": 2}
+        ]}"#;
+        let (_, collected) = read(text).unwrap();
+        assert_eq!(collected.gpu.len(), 1);
+        let skipped: Vec<(&str, u64)> = collected.skipped.iter().map(|(k, v)| (k.as_str(), *v)).collect();
+        assert_eq!(
+            skipped,
+            vec![("malformed event", 2), ("missing dur", 1), ("missing ts", 1), ("negative dur", 1)]
+        );
+        assert_eq!(collected.events_read, 6);
+    }
+
+    #[test]
+    fn documents_that_are_not_traces() {
+        assert!(matches!(read("{}"), Err(KinetoError::NotTrace(_))));
+        assert!(matches!(read(""), Err(KinetoError::NotTrace(_))));
+        assert!(matches!(read("{\"traceEvents\": 5}"), Err(KinetoError::NotTrace(_))));
+        assert!(matches!(read("{\"traceEvents\": [{}, "), Err(KinetoError::Stream(StreamError::Eof { .. }))));
+        assert!(matches!(read("{\"traceEvents\": [}"), Err(KinetoError::Stream(StreamError::Syntax { .. }))));
+        assert!(matches!(
+            read("{\"traceEvents\": []} x"),
+            Err(KinetoError::Stream(StreamError::Syntax { .. }))
+        ));
+        assert!(read("[]").is_ok());
+    }
+}
