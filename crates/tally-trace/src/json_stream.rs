@@ -54,7 +54,13 @@ fn is_whitespace(byte: u8) -> bool {
 
 impl<R: Read> JsonStream<R> {
     pub(crate) fn new(source: R) -> Self {
-        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk: CHUNK }
+        Self::with_chunk(source, CHUNK)
+    }
+
+    /// A stream that reads `chunk` bytes at a time; tests use tiny chunks to
+    /// cut values everywhere.
+    pub(crate) fn with_chunk(source: R, chunk: usize) -> Self {
+        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk: chunk.max(1) }
     }
 
     /// Absolute offset of the next unconsumed byte.
@@ -81,7 +87,7 @@ impl<R: Read> JsonStream<R> {
         let before = self.end;
         // Decoders return small pieces; gather a good part of a chunk so a
         // value spanning the boundary is parsed again rarely.
-        while self.end - before < self.chunk / 2 {
+        while self.end - before < (self.chunk / 2).max(1) {
             match self.source.read(&mut self.buffer[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
@@ -143,8 +149,7 @@ impl<R: Read> JsonStream<R> {
                         Parsed::Value(_, used) | Parsed::Mismatch(_, used) => *used,
                     };
                     self.start += used;
-                    // A value that fitted comfortably resets the chunk size.
-                    self.chunk = CHUNK;
+
                     return Ok(parsed);
                 }
                 Err(error) if error.is_eof() => {
@@ -157,7 +162,16 @@ impl<R: Read> JsonStream<R> {
                     self.fill()?;
                 }
                 Err(error) => {
-                    let offset = self.offset() + offset_in(slice, error.line(), error.column());
+                    let at = offset_in(slice, error.line(), error.column());
+                    // A number cut after its `.`, `e` or `-` is "invalid
+                    // number" to serde_json, not an end of input: an error
+                    // at the last bytes may be the cut, so read on first.
+                    if !self.eof && at + 2 >= slice.len() as u64 {
+                        self.chunk = self.chunk.saturating_mul(2);
+                        self.fill()?;
+                        continue;
+                    }
+                    let offset = self.offset() + at;
                     return Err(StreamError::Syntax { offset, message: strip_position(&error) });
                 }
             }
@@ -242,31 +256,32 @@ fn offset_in(slice: &[u8], line: usize, column: usize) -> u64 {
     (offset + column.saturating_sub(1)).min(slice.len()) as u64
 }
 
+/// A reader that returns one byte per call, the worst case for values cut
+/// by the end of the buffer.
+#[cfg(test)]
+pub(crate) struct Trickle<'a>(pub(crate) &'a [u8]);
+
+#[cfg(test)]
+impl Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match (self.0.split_first(), buf.first_mut()) {
+            (Some((&byte, rest)), Some(slot)) => {
+                *slot = byte;
+                self.0 = rest;
+                Ok(1)
+            }
+            _ => Ok(0),
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use super::*;
 
-    /// A reader that returns one byte per call, the worst case for values
-    /// cut by the end of the buffer.
-    struct Trickle<'a>(&'a [u8]);
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            match (self.0.split_first(), buf.first_mut()) {
-                (Some((&byte, rest)), Some(slot)) => {
-                    *slot = byte;
-                    self.0 = rest;
-                    Ok(1)
-                }
-                _ => Ok(0),
-            }
-        }
-    }
-
     fn numbers(text: &str) -> Vec<u64> {
-        let mut stream = JsonStream::new(Trickle(text.as_bytes()));
-        stream.chunk = 4;
+        let mut stream = JsonStream::with_chunk(Trickle(text.as_bytes()), 4);
         let mut out = Vec::new();
         assert_eq!(stream.peek().unwrap(), Some(b'['));
         stream.advance();

@@ -67,7 +67,14 @@ pub(crate) fn read_kineto<R: Read>(
     collected: &mut Collected,
     spans: &SpanMatcher,
 ) -> Result<KinetoHeader, KinetoError> {
-    let mut stream = JsonStream::new(source);
+    read_stream(JsonStream::new(source), collected, spans)
+}
+
+fn read_stream<R: Read>(
+    mut stream: JsonStream<R>,
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+) -> Result<KinetoHeader, KinetoError> {
     let mut header = KinetoHeader::default();
     match stream.peek()? {
         Some(b'{') => {
@@ -587,5 +594,57 @@ mod tests {
             Err(KinetoError::Stream(StreamError::Syntax { .. }))
         ));
         assert!(read("[]").is_ok());
+    }
+
+    /// Everything the reader keeps, for comparing two readings.
+    fn rows(collected: &Collected) -> String {
+        let gpu: Vec<_> = collected
+            .gpu
+            .iter()
+            .map(|row| {
+                (row.start, row.end, row.correlation, row.stream, row.device, collected.name(row.name))
+            })
+            .collect();
+        let runtime: Vec<_> =
+            collected.runtime.iter().map(|row| (row.start, row.end, row.pid, row.tid)).collect();
+        let spans: Vec<_> =
+            collected.spans.iter().map(|row| (row.start, row.end, collected.name(row.name))).collect();
+        format!("{gpu:?} {runtime:?} {spans:?} {:?} {}", collected.skipped, collected.events_read)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Values cut anywhere by the end of the buffer are read as if whole.
+        #[test]
+        fn chunk_boundaries_do_not_change_the_reading(chunk in 1usize..48, seed in 0u64..1000) {
+            let mut events = Vec::new();
+            for index in 0..8 + seed % 8 {
+                let ts = 1_682_725_898_236_567u64 + index * 13 + seed;
+                events.push(format!(
+                    r#"{{"ph":"X","cat":"{}","name":"né{index}","pid":{},"tid":"t{index}","ts":{ts}.{:03},"dur":{},"args":{{"correlation":{index},"device":{}}}}}"#,
+                    ["kernel", "cuda_runtime", "user_annotation", "cpu_op"][(index % 4) as usize],
+                    seed % 3,
+                    index * 7 % 1000,
+                    if index % 5 == 4 { "-1".to_owned() } else { format!("{}.5", index * seed) },
+                    index % 2,
+                ));
+                if index % 3 == 0 {
+                    events.push(format!(r#"{{"ph":"X","cat":"user_annotation","name":"ProfilerStep#{index}","pid":0,"tid":0,"ts":{ts},"dur":100}}"#));
+                }
+            }
+            let text = format!(r#"{{"a": [1, "x\"]"], "traceEvents": [{}], "baseTimeNanoseconds": 12}}"#, events.join(" ,
+    "));
+            let matcher = SpanMatcher::new(crate::ranges::default_pattern());
+            let mut whole = Collected::default();
+            let header = read_kineto(text.as_bytes(), &mut whole, &matcher).unwrap();
+            let mut cut = Collected::default();
+            let stream = JsonStream::with_chunk(crate::json_stream::Trickle(text.as_bytes()), chunk);
+            let cut_header = read_stream(stream, &mut cut, &matcher).unwrap();
+            proptest::prop_assert_eq!(header.base_ns, Some(12));
+            proptest::prop_assert_eq!(cut_header.base_ns, Some(12));
+            proptest::prop_assert_eq!(rows(&whole), rows(&cut));
+            proptest::prop_assert!(!whole.gpu.is_empty() && !whole.spans.is_empty());
+        }
     }
 }

@@ -290,6 +290,9 @@ pub(crate) fn read_nsys(
         }
     }
     info.extra.insert("missing_tables".into(), Value::from(missing_tables));
+    for columns in schema.missing_columns.values_mut() {
+        columns.sort_unstable();
+    }
     info.extra.insert("missing_columns".into(), serde_json::json!(schema.missing_columns));
     Ok(info)
 }
@@ -375,11 +378,11 @@ fn read_gpu(
     require(table, &present, &["start", "end"])?;
     // Only the kernel table names its rows; older exports lack shortName.
     let name_column = match kind {
-        GpuKind::Kernel if present.contains("shortName") => Some("shortName"),
-        GpuKind::Kernel if present.contains("demangledName") => Some("demangledName"),
         GpuKind::Kernel => {
-            schema.missing_columns.entry(table.to_owned()).or_default().push("shortName");
-            None
+            if !present.contains("shortName") {
+                schema.missing_columns.entry(table.to_owned()).or_default().push("shortName");
+            }
+            ["shortName", "demangledName"].into_iter().find(|column| present.contains(*column))
         }
         _ => None,
     };

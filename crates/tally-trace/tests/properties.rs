@@ -1,0 +1,146 @@
+//! Properties of the import over generated traces: exact nanoseconds from
+//! any decimal spelling, and per-device busy and summed time equal to an
+//! independent union of the generated events, wherever the header keys sit
+//! and whatever malformed events are mixed in.
+
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use common::*;
+use proptest::prelude::*;
+use tally_trace::Detail;
+use tally_trace::decimal::micros_to_nanos;
+
+/// Microseconds with three decimals, as Kineto writes them.
+fn spell(ns: u64, style: u8) -> String {
+    let (whole, fraction) = (ns / 1000, ns % 1000);
+    match style % 4 {
+        0 => format!("{whole}.{fraction:03}"),
+        // Trailing zeros beyond the nanosecond change nothing.
+        1 => format!("{whole}.{fraction:03}000"),
+        // Scientific notation: digits of nanoseconds, exponent -3.
+        2 => format!("{ns}e-3"),
+        _ if fraction == 0 => format!("{whole}"),
+        _ => format!("{whole}.{fraction:03}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn any_spelling_of_a_nanosecond_count_reads_back_exactly(ns in any::<u64>(), style in 0u8..4) {
+        let nanos = micros_to_nanos(&spell(ns, style)).unwrap();
+        prop_assert_eq!(nanos.value, ns);
+        prop_assert!(!nanos.rounded);
+    }
+
+    #[test]
+    fn sub_nanosecond_digits_round_to_the_nearest(ns in 0u64..1 << 60, extra in 1u32..1000) {
+        let text = format!("{}.{:03}{extra:03}", ns / 1000, ns % 1000);
+        let nanos = micros_to_nanos(&text).unwrap();
+        let nearest = if extra > 500 || (extra == 500 && ns % 2 == 1) { ns + 1 } else { ns };
+        prop_assert_eq!(nanos.value, nearest);
+        prop_assert!(nanos.rounded);
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Event {
+    device: u64,
+    stream: u64,
+    start: u64,
+    duration: u64,
+    correlation: u64,
+    style: u8,
+}
+
+fn events() -> impl Strategy<Value = Vec<Event>> {
+    let base = 1_700_000_000_000_000_000u64;
+    prop::collection::vec(
+        (0u64..3, 0u64..4, 0u64..5_000_000, 0u64..400_000, 0u64..6, any::<u8>()).prop_map(
+            move |(device, stream, start, duration, correlation, style)| Event {
+                device,
+                stream,
+                start: base + start,
+                duration,
+                correlation,
+                style,
+            },
+        ),
+        1..40,
+    )
+}
+
+fn trace_text(events: &[Event], base_first: bool, junk: bool) -> String {
+    let mut items: Vec<String> = Vec::new();
+    for (index, event) in events.iter().enumerate() {
+        let cat = ["kernel", "gpu_memcpy", "Gpu_Memset", "Kernel"][index % 4];
+        let correlation = if event.correlation == 0 {
+            String::new()
+        } else {
+            format!(r#", "correlation": {}"#, event.correlation)
+        };
+        items.push(format!(
+            "{{\"args\": {{\"stream\": {}, \"device\": {}{correlation}, \"grid\": [1, 2]}},\n \"ph\":\"X\",\"cat\":\"{cat}\",\"name\":\"k\\\"{index}\",\"pid\":{},\"tid\":7,\"ts\":{},  \"dur\" : {}}}",
+            event.stream,
+            event.device,
+            event.device,
+            spell(event.start, event.style),
+            spell(event.duration, event.style / 4),
+        ));
+        if junk {
+            items.push(
+                r#"{"ph": "X", "cat": "kernel", "name": "bad", "pid": 0, "tid": 7, "ts": 5, "dur": -0.001}"#
+                    .into(),
+            );
+            items.push(r#"{"ph": "i", "s": "g", "name": "instant", "ts": 1}"#.into());
+        }
+    }
+    let events = items.join(",\n");
+    let base = r#""baseTimeNanoseconds": 1000000000000"#;
+    let info = r#""INFO": ["a", {"nested": [1, 2, {"x": "]}"}]}]"#;
+    if base_first {
+        format!("{{{base}, \"traceEvents\": [{events}], {info}}}")
+    } else {
+        format!("{{\"schemaVersion\": 1, {info}, \"traceEvents\": [{events}], {base}}}")
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn busy_and_summed_time_equal_an_independent_union(
+        events in events(),
+        base_first in any::<bool>(),
+        junk in any::<bool>(),
+    ) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        file.write_all(trace_text(&events, base_first, junk).as_bytes()).unwrap();
+        let (records, summary) = import(&[file.path().to_path_buf()], Detail::Kernel);
+        let skipped = &summary.traces[0]["skipped_events"];
+        if junk {
+            prop_assert_eq!(skipped["negative dur"].as_u64(), Some(events.len() as u64));
+        } else {
+            prop_assert_eq!(skipped, &serde_json::json!({}));
+        }
+        let mut expected: BTreeMap<u64, Vec<(u128, u128)>> = BTreeMap::new();
+        for event in &events {
+            let start = 1_000_000_000_000 + u128::from(event.start);
+            expected.entry(event.device).or_default().push((start, start + u128::from(event.duration)));
+        }
+        let figures = device_figures(&records);
+        prop_assert_eq!(figures.len(), expected.len());
+        for (device, intervals) in expected {
+            let suffix = format!(":device{device}");
+            let (_, &(busy, summed)) = figures.iter().find(|((uuid, _), _)| uuid.ends_with(&suffix)).unwrap();
+            prop_assert_eq!(busy, union_length(&intervals));
+            prop_assert_eq!(summed, intervals.iter().map(|(s, e)| e - s).sum::<u128>());
+        }
+    }
+}
