@@ -48,13 +48,21 @@ pub(crate) fn parse_json(line: &[u8], terminated: bool) -> Result<Value, LineErr
     })
 }
 
-/// Whether the JSON text could be a definition row: its `event_type` reads
-/// `infer.context` literally or through an escape. Every definition passes;
-/// most other rows do not, which lets a parallel reader find the
-/// definitions without decoding every line twice.
+/// Whether JSON text could hold a definition row: a string equal to
+/// `infer.context` is written either literally or with at least one `\u`
+/// escape of one of its own characters (`i n f e r . c o t x`: code points
+/// U+002E and U+0063..U+0078, so `\u002`, `\u006` or `\u007`); no other
+/// escape can produce them. Every definition passes; ordinary rows, even
+/// with `ensure_ascii` escapes of non-ASCII text, do not, which lets a
+/// parallel reader find the definitions without decoding every line twice.
 #[inline]
-pub(crate) fn may_define(line: &[u8], finder: &memchr::memmem::Finder<'_>) -> bool {
-    memchr::memchr(b'\\', line).is_some() || finder.find(line).is_some()
+pub(crate) fn may_define(
+    text: &[u8],
+    literal: &memchr::memmem::Finder<'_>,
+    escape: &memchr::memmem::Finder<'_>,
+) -> bool {
+    literal.find(text).is_some()
+        || escape.find_iter(text).any(|at| matches!(text.get(at + 4), Some(b'2' | b'6' | b'7')))
 }
 
 /// The definition a line holds, checked as far as it can be without the

@@ -179,8 +179,41 @@ pub fn read_batches<R: Read + Send>(
     reader: R,
     source_name: &str,
     options: &ReadOptions,
-    mut sink: impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
+    sink: impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
 ) -> Result<ReadStats, ArtifactError> {
+    read_mapped(reader, source_name, options, |batch| batch, sink)
+}
+
+/// [`read_batches`] with a `map` that runs on the decoding threads, right
+/// after each batch is decoded: a caller that only summarizes records (a
+/// count, a check) does that work, and frees the records, in parallel, and
+/// `sink` receives the summaries in file order. Batches after the first
+/// error may be mapped but are never handed to `sink`.
+///
+/// ```
+/// use tally_artifact::{read_mapped, ReadOptions};
+/// let text = b"{\"schema_version\": 1, \"event_type\": \"infer.a\"}\n{\"event_type\": \"infer.b\"}\n";
+/// let mut total = 0;
+/// read_mapped(&text[..], "mem", &ReadOptions::default(), |batch| batch.records.len(), |count| {
+///     total += count;
+///     Ok(())
+/// })
+/// .unwrap();
+/// assert_eq!(total, 2);
+/// ```
+pub fn read_mapped<R, T, M, S>(
+    reader: R,
+    source_name: &str,
+    options: &ReadOptions,
+    map: M,
+    mut sink: S,
+) -> Result<ReadStats, ArtifactError>
+where
+    R: Read + Send,
+    T: Send,
+    M: Fn(RecordBatch) -> T + Sync,
+    S: FnMut(T) -> Result<(), ArtifactError>,
+{
     let window_bytes = options.window_bytes.max(1);
     let mut stats = ReadStats::default();
     let mut state = WindowState {
@@ -192,17 +225,20 @@ pub fn read_batches<R: Read + Send>(
     };
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<io::Result<(Vec<u8>, bool)>>(1);
-        scope.spawn(move || read_windows(reader, window_bytes, &sender));
+        // Spent windows go back to the reader: no fresh pages per window.
+        let (recycle, recycled) = mpsc::channel::<Vec<u8>>();
+        scope.spawn(move || read_windows(reader, window_bytes, &sender, &recycled));
         for message in &receiver {
             let (window, last) = message.map_err(|error| ArtifactError::io(source_name, &error))?;
-            let (batches, lines) = state.decode_window(&window, stats.lines + 1)?;
+            let (outputs, lines) = state.decode_window(&window, stats.lines + 1, &map)?;
             stats.bytes += window.len() as u64;
             stats.lines += lines;
-            for batch in batches {
-                stats.records += batch.records.len() as u64;
-                stats.compact_records += batch.compact_records;
-                stats.definitions += batch.definitions;
-                sink(batch)?;
+            let _ = recycle.send(window);
+            for (output, counts) in outputs {
+                stats.records += counts.records;
+                stats.compact_records += counts.compact_records;
+                stats.definitions += counts.definitions;
+                sink(output)?;
             }
             if last {
                 break;
@@ -217,6 +253,7 @@ fn read_windows<R: Read>(
     reader: R,
     window_bytes: usize,
     sender: &mpsc::SyncSender<io::Result<(Vec<u8>, bool)>>,
+    recycled: &mpsc::Receiver<Vec<u8>>,
 ) {
     let mut stream = match decompressed(reader) {
         Ok(stream) => stream,
@@ -227,7 +264,9 @@ fn read_windows<R: Read>(
     };
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut window = std::mem::take(&mut carry);
+        let mut window = recycled.try_recv().unwrap_or_default();
+        window.clear();
+        window.append(&mut carry);
         let wanted = window.len() + window_bytes;
         let eof = match (&mut stream).take((wanted - window.len()) as u64).read_to_end(&mut window) {
             Ok(_) => window.len() < wanted,
@@ -242,7 +281,7 @@ fn read_windows<R: Read>(
         }
         match complete_prefix(&window) {
             Some(cut) => {
-                carry = window[cut..].to_vec();
+                carry.extend_from_slice(&window[cut..]);
                 window.truncate(cut);
                 // A closed channel means the consumer stopped on an error.
                 if sender.send(Ok((window, false))).is_err() {
@@ -253,6 +292,14 @@ fn read_windows<R: Read>(
             None => carry = window,
         }
     }
+}
+
+/// What a batch held, kept for [`ReadStats`] when the batch is mapped away.
+#[derive(Debug, Clone, Copy)]
+struct BatchCounts {
+    records: u64,
+    compact_records: u64,
+    definitions: u64,
 }
 
 struct WindowState<'a> {
@@ -266,11 +313,12 @@ struct WindowState<'a> {
 type DefinitionOutcome = Result<(String, std::sync::Arc<CorrelationContext>), String>;
 
 impl WindowState<'_> {
-    fn decode_window(
+    fn decode_window<T: Send>(
         &mut self,
         window: &[u8],
         first_line: u64,
-    ) -> Result<(Vec<RecordBatch>, u64), ArtifactError> {
+        map: &(impl Fn(RecordBatch) -> T + Sync),
+    ) -> Result<(Vec<(T, BatchCounts)>, u64), ArtifactError> {
         let chunks = split_chunks(window, self.chunk_bytes);
         // Phase 1: count lines and find definitions, in parallel.
         let scans: Vec<(u64, Vec<(u64, DefinitionOutcome)>)> = chunks
@@ -292,27 +340,33 @@ impl WindowState<'_> {
             outcomes.push(chunk_outcomes);
             next_line += count;
         }
-        // Phase 3: decode, in parallel, against the registry.
+        // Phase 3: decode against the registry, and map, in parallel.
         let registry = &self.registry;
         let fast = self.fast;
-        let results: Vec<Result<RecordBatch, (u64, LineError)>> = chunks
+        let results: Vec<Result<(T, BatchCounts), (u64, LineError)>> = chunks
             .par_iter()
             .zip(starts.par_iter())
             .zip(outcomes.par_iter())
             .map_with(self.interner.clone(), |interner, ((chunk, start), definitions)| {
-                decode_chunk(chunk, *start, definitions, registry, interner, fast)
+                let batch = decode_chunk(chunk, *start, definitions, registry, interner, fast)?;
+                let counts = BatchCounts {
+                    records: batch.records.len() as u64,
+                    compact_records: batch.compact_records,
+                    definitions: batch.definitions,
+                };
+                Ok((map(batch), counts))
             })
             .collect();
-        let mut batches = Vec::with_capacity(results.len());
+        let mut outputs = Vec::with_capacity(results.len());
         for result in results {
             match result {
-                Ok(batch) => batches.push(batch),
+                Ok(output) => outputs.push(output),
                 Err((line, (kind, reason))) => {
                     return Err(ArtifactError::at_line(self.source_name, line, kind, reason));
                 }
             }
         }
-        Ok((batches, next_line - first_line))
+        Ok((outputs, next_line - first_line))
     }
 }
 
@@ -335,13 +389,15 @@ fn split_chunks(window: &[u8], size: usize) -> Vec<&[u8]> {
 }
 
 fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, DefinitionOutcome)>) {
-    let finder = memmem::Finder::new(CONTEXT_EVENT_TYPE.as_bytes());
+    let literal = memmem::Finder::new(CONTEXT_EVENT_TYPE.as_bytes());
+    let escape = memmem::Finder::new(b"\\u00");
     let mut definitions = Vec::new();
     let mut count = 0;
-    let candidates = memchr::memchr(b'\\', chunk).is_some() || finder.find(chunk).is_some();
+    // Most chunks hold no candidate at all: then only count their lines.
+    let candidates = may_define(chunk, &literal, &escape);
     for (line, _) in Lines::new(chunk) {
         if candidates
-            && may_define(line, &finder)
+            && may_define(line, &literal, &escape)
             && let Some(outcome) = definition_of(line, interner)
         {
             definitions.push((count, outcome));

@@ -335,3 +335,25 @@ fn writing_is_atomic() {
         .expect_err("no directory");
     assert_eq!(error.kind(), ErrorKind::Io);
 }
+
+#[test]
+fn escaped_definitions_are_found_in_parallel() {
+    // A definition whose event_type is spelled with escapes, among rows whose
+    // strings carry `ensure_ascii` escapes, split across many chunks.
+    let mut with_escape = context();
+    with_escape["host"] = json!("caf\u{e9}");
+    let mut rows: Vec<Value> = (0..500).map(|index| iteration(&format!("e{index}"))).collect();
+    rows.push(definition("c1", with_escape.clone()));
+    rows.extend((0..500).map(|index| reference("c1", &format!("r{index}"))));
+    let plain = text(&rows);
+    let escaped = plain.replace("\"infer.context\"", "\"\\u0069nfer\\u002Econtext\"");
+    assert_ne!(plain, escaped);
+    let options = ReadOptions { window_bytes: 20_000, chunk_bytes: 1_000, fast_path: true };
+    let mut count = 0;
+    let stats = read_batches(escaped.as_bytes(), "t", &options, |batch| {
+        count += batch.records.len();
+        Ok(())
+    })
+    .expect("the escaped definition is a definition");
+    assert_eq!((count, stats.definitions, stats.compact_records), (1000, 1, 500));
+}

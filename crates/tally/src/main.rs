@@ -3,6 +3,12 @@
 
 mod cmd;
 
+// Decoding an artifact makes and frees millions of small strings and maps on
+// several threads at once; mimalloc does that markedly faster than glibc's
+// allocator (measured: see the artifact benchmark).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};

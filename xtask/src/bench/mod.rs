@@ -17,10 +17,13 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
+mod artifact;
+pub mod generate;
+
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 
 /// Every benchmark, by name, in the order they run.
-const BENCHES: &[(&str, BenchFn)] = &[];
+const BENCHES: &[(&str, BenchFn)] = &[("artifact", artifact::run)];
 
 /// What one benchmark measured of one program run.
 #[derive(Debug, Clone, Copy, Default)]

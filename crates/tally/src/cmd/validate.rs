@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, ReadStats, read_batches};
+use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, ReadStats, read_mapped};
 use tally_core::InferenceRecord;
 
 use super::Format;
@@ -40,13 +40,23 @@ impl Counts {
                 InferenceRecord::Event(event) => (event.event_type().as_str(), event.schema_version()),
                 InferenceRecord::Legacy(legacy) => (legacy.event_type(), 1),
             };
-            // Few distinct keys: look up before allocating one.
-            match self.by_type.iter_mut().find(|((kind, v), _)| kind == event_type && *v == version) {
-                Some((_, count)) => *count += 1,
-                None => {
-                    self.by_type.insert((event_type.to_owned(), version), 1);
-                }
+            self.bump(event_type, version, 1);
+        }
+    }
+
+    fn bump(&mut self, event_type: &str, version: u32, by: u64) {
+        // Few distinct keys: look up before allocating one.
+        match self.by_type.iter_mut().find(|((kind, v), _)| kind == event_type && *v == version) {
+            Some((_, count)) => *count += by,
+            None => {
+                self.by_type.insert((event_type.to_owned(), version), by);
             }
+        }
+    }
+
+    fn merge(&mut self, other: Counts) {
+        for ((event_type, version), count) in other.by_type {
+            self.bump(&event_type, version, count);
         }
     }
 }
@@ -86,8 +96,14 @@ fn decode<R: Read + Send>(
     progress: &Progress,
     counts: &mut Counts,
 ) -> Result<ReadStats, ArtifactError> {
-    read_batches(reader, name, &ReadOptions::default(), |batch| {
-        counts.add(&batch.records);
+    // Counting (and freeing the records) happens on the decoding threads.
+    let count = |batch: tally_artifact::RecordBatch| {
+        let mut partial = Counts::default();
+        partial.add(&batch.records);
+        partial
+    };
+    read_mapped(reader, name, &ReadOptions::default(), count, |partial| {
+        counts.merge(partial);
         progress.tick();
         Ok(())
     })

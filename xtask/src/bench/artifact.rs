@@ -1,0 +1,77 @@
+//! Artifact decode throughput: `tally validate` on generated artifacts of at
+//! least 150 MB (embedded v2/v3 and compact v4), beside stormlog's
+//! `load_inference_artifact` on the same files where Python is installed.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context, bail};
+
+use super::generate::{ArtifactSpec, GenForm, Generated, write_artifact};
+use super::{BenchContext, Measure, Row};
+
+/// Loads the artifact with stormlog and prints how many records it holds.
+const STORMLOG_LOAD: &str = "import sys\n\
+from stormlog.infer.correlation_events import load_inference_artifact\n\
+print(len(load_inference_artifact(sys.argv[1])))\n";
+
+/// The generated file for `spec`, reused across runs while it exists with
+/// the size recorded beside it.
+fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Generated)> {
+    let stem =
+        format!("artifact-{}-{}mb-{}ranks", spec.form.label(), spec.target_bytes / 1_000_000, spec.ranks);
+    let path = scratch.join(format!("{stem}.jsonl"));
+    let stamp = scratch.join(format!("{stem}.count"));
+    if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
+        let mut parts = count.split_whitespace().map(str::parse::<u64>);
+        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) =
+            (parts.next(), parts.next(), parts.next())
+            && bytes == meta.len()
+        {
+            return Ok((path, Generated { bytes, records, lines }));
+        }
+    }
+    println!("generating {} ...", path.display());
+    let made = write_artifact(&path, spec)?;
+    std::fs::write(&stamp, format!("{} {} {}", made.bytes, made.records, made.lines))?;
+    Ok((path, made))
+}
+
+/// Runs the benchmark.
+pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
+    let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
+    let tally = ctx.tally_bin()?;
+    for form in [GenForm::Embedded, GenForm::Compact] {
+        let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
+        let (path, made) = artifact(ctx.scratch_dir(), &spec)?;
+        let (measure, stdout) =
+            ctx.run_measured_capture(Command::new(&tally).args(["validate", "--format", "json"]).arg(&path))?;
+        let report: serde_json::Value =
+            serde_json::from_str(&stdout).context("tally validate --format json")?;
+        if report["valid"] != serde_json::Value::Bool(true)
+            || report["records"].as_u64() != Some(made.records)
+        {
+            bail!("tally validate disagrees with the generator on {}: {report}", path.display());
+        }
+        let mut row =
+            Row::new(format!("artifact validate ({}, {} MB)", form.label(), made.bytes / 1_000_000), measure);
+        row.bytes = Some(made.bytes);
+        row.items = Some(made.records);
+        row.item_unit = "records";
+        match ctx.python() {
+            Some(python) => {
+                let (reference, stdout): (Measure, String) = ctx
+                    .run_measured_capture(Command::new(python).arg("-c").arg(STORMLOG_LOAD).arg(&path))
+                    .context("stormlog load_inference_artifact")?;
+                if stdout.trim().parse::<u64>().ok() != Some(made.records) {
+                    bail!("stormlog loaded {} records, expected {}", stdout.trim(), made.records);
+                }
+                row.reference = Some(reference);
+                row.note = "reference: stormlog load_inference_artifact".into();
+            }
+            None => row.note = "stormlog not installed: tally only".into(),
+        }
+        ctx.record(row);
+    }
+    Ok(())
+}
