@@ -12,14 +12,31 @@
 //!
 //! # Cost per call
 //!
-//! Reading `/proc/self/status` costs ~7 µs, too much for every call. The
-//! same high-water mark is available from `getrusage(RUSAGE_SELF).ru_maxrss`
-//! for ~0.5 µs, with one catch: the kernel reports the maximum of this
-//! process's mark and the mark of the image it replaced at `exec` (for a
-//! child started with `vfork`, its parent's). Right after the reset that
-//! maximum is read as a threshold `T`. Any later reading above `T` is this
-//! process's own mark; a reading at or below `T` can only matter while the
-//! known peak is still below `T`, and only then is `/proc/self/status` read.
+//! Reading `/proc/self/status` costs 7 to 20 µs, too much for every call.
+//! The same high-water mark is available from `getrusage(RUSAGE_SELF)
+//! .ru_maxrss` for ~0.5 µs, with one catch: the kernel reports the maximum of
+//! this process's mark and the mark of the image it replaced at `exec` (for a
+//! child started with `vfork` or `posix_spawn`, its parent's). Right after
+//! the reset that maximum is read as a threshold `T`. Any later reading above
+//! `T` is this process's own mark; a reading at or below `T` can only matter
+//! while the known peak is still below `T`. Only then, and only if a page
+//! fault happened since the last exact reading (the resident set grows by
+//! faulting pages in; the same `getrusage` counts them), is
+//! `/proc/self/status` read. Growth without a fault by this process's hand
+//! (pages populated by the kernel on its behalf, e.g. `MAP_POPULATE`, or
+//! merged into huge pages by `khugepaged`) is seen at the next exact reading
+//! instead of at the call where it happened; it is never seen at all only
+//! when the process started below its parent's mark, stays below it, and no
+//! page is faulted in again before the window closes.
+//!
+//! # Precision
+//!
+//! The kernel keeps each RSS counter (file, anon, shmem) per CPU and folds
+//! a CPU's share into the total every `max(32, 2 * CPUs)` pages; the
+//! high-water mark is taken from the folded totals. It can therefore lag the
+//! true peak by up to `3 * CPUs * max(32, 2 * CPUs)` pages (768 KiB on two
+//! CPUs; a touched 256 MiB buffer measures 256 MiB minus 3 to 34 pages on
+//! the development machine). A 10 ms sampler misses a short peak entirely.
 //!
 //! # Several profilers in one process
 //!
@@ -124,6 +141,8 @@ struct Kernel {
     buffer: Vec<u8>,
     /// `ru_maxrss` right after the reset: above it, `ru_maxrss` is exact.
     threshold_kib: u64,
+    /// Page faults counted at the last exact reading.
+    faults: Option<u64>,
     peak_kib: u64,
     /// The mark later resets handed this window, in KiB.
     carried_kib: Arc<AtomicU64>,
@@ -182,11 +201,13 @@ impl HostWindow {
             return None;
         };
         // Read after the reset: the exec-inherited mark, if higher, is in it.
-        let threshold_kib = sys::max_rss_kib().unwrap_or(u64::MAX);
+        let usage = sys::usage();
+        let threshold_kib = usage.map_or(u64::MAX, |usage| usage.max_rss_kib);
+        let faults = usage.map(|usage| usage.faults);
         open.push(Arc::downgrade(&carried_kib));
         drop(open);
         let peak_kib = baseline_kib.max(start_mark_kib);
-        let kernel = Kernel { status, buffer, threshold_kib, peak_kib, carried_kib };
+        let kernel = Kernel { status, buffer, threshold_kib, faults, peak_kib, carried_kib };
         Some(Self {
             method,
             baseline_bytes: baseline_kib.saturating_mul(KIB),
@@ -223,16 +244,21 @@ impl HostWindow {
     pub(crate) fn observe(&mut self) {
         match &mut self.source {
             Source::Kernel(kernel) => {
-                match sys::max_rss_kib() {
-                    Some(max_rss) if max_rss > kernel.threshold_kib => {
-                        kernel.peak_kib = kernel.peak_kib.max(max_rss);
+                let usage = sys::usage();
+                match usage {
+                    Some(usage) if usage.max_rss_kib > kernel.threshold_kib => {
+                        kernel.peak_kib = kernel.peak_kib.max(usage.max_rss_kib);
                     }
                     // At or below the threshold, max_rss bounds this process's
                     // mark from above: nothing new unless the peak is lower.
                     Some(_) if kernel.threshold_kib <= kernel.peak_kib => {}
+                    // No page faulted in since the last exact reading: the
+                    // resident set cannot have grown past it.
+                    Some(usage) if kernel.faults == Some(usage.faults) => {}
                     _ => {
                         if let Some((_, mark)) = read_status(&kernel.status, &mut kernel.buffer) {
                             kernel.peak_kib = kernel.peak_kib.max(mark);
+                            kernel.faults = usage.map(|usage| usage.faults);
                         }
                     }
                 }

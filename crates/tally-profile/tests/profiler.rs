@@ -267,9 +267,23 @@ fn touch_and_free(bytes: u64) -> u64 {
     for index in (0..buffer.len()).step_by(4096) {
         buffer[index] = 1;
     }
-    let checksum = buffer.iter().step_by(4096).map(|&byte| u64::from(byte)).sum();
+    let checksum = std::hint::black_box(&buffer).iter().step_by(4096).map(|&byte| u64::from(byte)).sum();
     drop(buffer);
     checksum
+}
+
+/// How far the kernel's high-water mark may lag the true peak. The kernel
+/// keeps each RSS counter (file, anon, shmem) per CPU and folds a CPU's
+/// count into the total only every `max(32, 2 * cpus)` pages, and it takes
+/// the high-water mark from the folded totals; so the mark can miss up to
+/// `3 * cpus * batch` pages of a peak (768 KiB on 2 CPUs). Observed here:
+/// a touched 256 MiB buffer raises the mark by 256 MiB minus 3 to 34 pages.
+fn kernel_counter_slack() -> u64 {
+    let cpus = std::fs::read_to_string("/proc/cpuinfo")
+        .map(|text| text.lines().filter(|line| line.starts_with("processor")).count() as u64)
+        .unwrap_or(0)
+        .max(std::thread::available_parallelism().map_or(1, |n| n.get() as u64));
+    3 * cpus * (2 * cpus).max(32) * 4096
 }
 
 #[test]
@@ -286,7 +300,7 @@ fn a_short_256_mib_peak_inside_one_call_is_measured() {
     let host = &profile.host_memory;
     assert_eq!(host.status, HostMemoryStatus::Measured);
     let increase = host.peak_increase_bytes.expect("measured");
-    assert!(increase >= 256 * MIB, "peak increase {increase} < 256 MiB");
+    assert!(increase + kernel_counter_slack() >= 256 * MIB, "peak increase {increase} < 256 MiB");
     assert_eq!(host.peak_rss_bytes, Some(host.baseline_rss_bytes.expect("baseline") + increase));
     let method = profile.context["host_memory_method"].as_str().expect("method recorded");
     assert!(method.starts_with("vmhwm") || method == "rss_sampler", "{method}");
@@ -341,5 +355,65 @@ fn a_nested_profiler_does_not_erase_the_outer_window() {
     );
     let profile = outer.finish(false);
     let increase = profile.host_memory.peak_increase_bytes.expect("measured");
-    assert!(increase >= 128 * MIB, "outer window lost its peak: {increase}");
+    assert!(increase + kernel_counter_slack() >= 128 * MIB, "outer window lost its peak: {increase}");
+}
+
+/// `ru_maxrss` of this process in bytes.
+#[allow(unsafe_code, reason = "the test checks what getrusage itself reports")]
+fn getrusage_max_rss() -> u64 {
+    // SAFETY: rusage is plain old data; the pointer is to a live local.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) }, 0);
+    u64::try_from(usage.ru_maxrss).expect("non-negative") * 1024
+}
+
+/// A child spawned by a large parent inherits the parent's mark in
+/// `ru_maxrss`; the profiler must still see the child's own 256 MiB peak.
+#[test]
+fn a_peak_below_an_inherited_mark_is_still_measured() {
+    const CHILD: &str = "TALLY_PROFILE_INHERITED_MARK_CHILD";
+    if current_rss_and_hwm().is_none() {
+        eprintln!("skipped: /proc/self/status is unavailable (not Linux)");
+        return;
+    }
+    if std::env::var_os(CHILD).is_some() {
+        let (_, own_mark) = current_rss_and_hwm().expect("Linux");
+        let inherited = getrusage_max_rss();
+        assert!(inherited > own_mark + 512 * MIB, "the parent's mark ({inherited}) is not inherited");
+        let mut profiler = ResourceProfiler::new(ProfilerConfig::default());
+        profiler.measure_call(|| (), CallSpec::new(1, "warmup"));
+        profiler.measure_call(|| touch_and_free(256 * MIB), CallSpec::new(1, "batch"));
+        let profile = profiler.finish(false);
+        assert!(profile.context["host_memory_method"].as_str().expect("method").starts_with("vmhwm"));
+        let increase = profile.host_memory.peak_increase_bytes.expect("measured");
+        assert!(
+            increase + kernel_counter_slack() >= 256 * MIB,
+            "peak increase {increase} < 256 MiB under an inherited mark"
+        );
+        assert!(
+            profile.host_memory.peak_rss_bytes.expect("measured") < inherited,
+            "below the inherited mark"
+        );
+        return;
+    }
+    // Hold 1 GiB resident while the child starts, so its inherited mark is high.
+    let mut ballast = vec![0u8; 1 << 30];
+    for index in (0..ballast.len()).step_by(4096) {
+        ballast[index] = 1;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "a_peak_below_an_inherited_mark_is_still_measured",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD, "1")
+        .output()
+        .expect("the child runs");
+    drop(ballast);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "child failed:\n{}\n{stderr}", String::from_utf8_lossy(&output.stdout));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("1 passed"), "the child ran the test");
 }
