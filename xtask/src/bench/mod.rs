@@ -19,11 +19,12 @@ use crate::workspace_root;
 
 mod artifact;
 pub mod generate;
+mod profile;
 
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 
 /// Every benchmark, by name, in the order they run.
-const BENCHES: &[(&str, BenchFn)] = &[("artifact", artifact::run)];
+const BENCHES: &[(&str, BenchFn)] = &[("artifact", artifact::run), ("profile", profile::run)];
 
 /// What one benchmark measured of one program run.
 #[derive(Debug, Clone, Copy, Default)]
