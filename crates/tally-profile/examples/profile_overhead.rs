@@ -30,7 +30,8 @@ fn per_call_ns(calls: u64, config: Option<ProfilerConfig>) -> (f64, Option<Strin
             let elapsed = start.elapsed().as_nanos() as f64 / calls as f64;
             let profile = profiler.finish(false);
             assert_eq!(profile.inference.materialized_samples, calls, "every call was measured");
-            let method = profile.context.get("host_memory_method").and_then(|m| m.as_str()).map(str::to_owned);
+            let method =
+                profile.context.get("host_memory_method").and_then(|m| m.as_str()).map(str::to_owned);
             (elapsed, method)
         }
     }

@@ -54,6 +54,7 @@
 pub mod decimal;
 
 mod build;
+mod chrome;
 mod collect;
 mod detect;
 mod error;
@@ -84,6 +85,7 @@ use crate::json_stream::StreamError;
 use crate::kineto::{KinetoError, KinetoHeader};
 use crate::ranges::SpanMatcher;
 
+pub use crate::chrome::{ExportSummary, write_chrome_trace};
 pub use crate::detect::{TraceFormat, detect_format};
 pub use crate::error::{SinkError, TraceError, TraceErrorKind};
 pub use crate::nsys::split_global_id;

@@ -6,3 +6,4 @@ pub use tally_clock as clock;
 pub use tally_core as core;
 pub use tally_gpu_time as gpu_time;
 pub use tally_resolve as resolve;
+pub use tally_trace as trace;

@@ -33,6 +33,11 @@ enum Command {
     /// Check a model of per-request shares of one iteration's GPU time
     /// against the measured budget.
     Shares(cmd::shares::Args),
+    /// Import profiler traces (PyTorch/Kineto Chrome-trace JSON, Nsight
+    /// Systems SQLite) into one artifact.
+    Import(cmd::import::Args),
+    /// Write a Chrome-trace JSON timeline (Perfetto) of an artifact or trace.
+    Export(cmd::export::Args),
 }
 
 fn main() -> ExitCode {
@@ -42,6 +47,8 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(&args),
         Command::Account(args) => cmd::account::run(&args),
         Command::Shares(args) => cmd::shares::run(&args),
+        Command::Import(args) => cmd::import::run(&args),
+        Command::Export(args) => cmd::export::run(&args),
     };
     match outcome {
         Ok(code) => code,

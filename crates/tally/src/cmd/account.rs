@@ -32,7 +32,9 @@ pub enum Layout {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Artifacts of one run (e.g. one per rank), read and resolved together:
-    /// paths, or `-` for standard input; plain or gzip, schema 1-4.
+    /// paths, or `-` for standard input; plain or gzip, schema 1-4. Profiler
+    /// traces (Kineto JSON, Nsight SQLite; told apart by content) are
+    /// imported together as one run, as `tally import` would.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -42,12 +44,14 @@ pub struct Args {
     /// factor, peak concurrency and idle gaps per device clock.
     #[arg(long)]
     pub detail: bool,
+    #[command(flatten)]
+    pub trace: super::input::TraceArgs,
 }
 
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let evidence = match Evidence::read(&args.files) {
+    let evidence = match Evidence::read_with(&args.files, &args.trace) {
         Ok(evidence) => evidence,
         Err(message) => {
             eprintln!("{message}");
@@ -87,9 +91,29 @@ pub(crate) struct Evidence {
 impl Evidence {
     /// Reads every file; the error is the first rejection, ready to print.
     pub(crate) fn read(files: &[PathBuf]) -> Result<Self, String> {
+        Self::read_with(files, &super::input::TraceArgs::default())
+    }
+
+    /// Like [`Evidence::read`]; the traces among `files` are imported with
+    /// `trace`'s options, together, where the first of them stands (their
+    /// "line" in errors is the record's number).
+    pub(crate) fn read_with(files: &[PathBuf], trace: &super::input::TraceArgs) -> Result<Self, String> {
         let mut evidence =
             Self { names: Vec::new(), batches: Vec::new(), lines: Vec::new(), file_starts: Vec::new() };
+        let traces = super::input::traces_among(files).map_err(|error| format!("{error:#}"))?;
         for path in files {
+            if traces.contains(path) {
+                if traces.first() == Some(path) {
+                    let records =
+                        super::input::trace_records(&traces, trace).map_err(|error| format!("{error:#}"))?;
+                    evidence.file_starts.push(evidence.lines.len());
+                    evidence.lines.extend(1..=records.len() as u64);
+                    evidence.batches.push(records);
+                    let names: Vec<String> = traces.iter().map(|path| path.display().to_string()).collect();
+                    evidence.names.push(names.join(" + "));
+                }
+                continue;
+            }
             let name = path.display().to_string();
             evidence.file_starts.push(evidence.lines.len());
             let outcome = if path.as_os_str() == "-" {

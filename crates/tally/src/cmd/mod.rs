@@ -1,6 +1,9 @@
 //! One module per subcommand, plus what they share.
 
 pub mod account;
+pub mod export;
+pub mod import;
+pub mod input;
 pub mod progress;
 pub mod shares;
 pub mod validate;
