@@ -123,16 +123,26 @@ pub fn write_chrome_trace<W: Write>(events: &[CorrelationEvent], out: W) -> io::
                     }
                 }
                 let category = activity.activity_kind.to_string();
-                if activity.activity_domain == ActivityDomain::Gpu || context.clock_kind == ClockKind::Device {
+                if activity.activity_domain == ActivityDomain::Gpu || context.clock_kind == ClockKind::Device
+                {
                     let device = context.device_uuid.as_deref().unwrap_or("unknown device");
                     args.insert("device_uuid".into(), Value::from(device));
-                    let stream = activity.stream_id.map_or("no stream".to_owned(), |stream| format!("stream {stream}"));
+                    let stream = activity
+                        .stream_id
+                        .map_or("no stream".to_owned(), |stream| format!("stream {stream}"));
                     let target = targets
                         .entry(domain.to_owned())
                         .or_insert_with(|| host_target(domain, start, &host_domains, &alignments))
                         .clone();
                     let placed = target.as_deref().and_then(|host| {
-                        align_span(i128::from(start), i128::from(end), domain, host, alignments.iter().copied()).ok()
+                        align_span(
+                            i128::from(start),
+                            i128::from(end),
+                            domain,
+                            host,
+                            alignments.iter().copied(),
+                        )
+                        .ok()
                     });
                     let (offset, process) = match (&placed, &target) {
                         (Some(placed), Some(host)) => {
@@ -140,9 +150,15 @@ pub fn write_chrome_trace<W: Write>(events: &[CorrelationEvent], out: W) -> io::
                             args.insert("placed_on".into(), Value::from(host.as_str()));
                             args.insert(
                                 "uncertainty_ns".into(),
-                                Value::from(placed.start.aligned.uncertainty_ns.max(placed.end.aligned.uncertainty_ns) as u64),
+                                Value::from(
+                                    placed.start.aligned.uncertainty_ns.max(placed.end.aligned.uncertainty_ns)
+                                        as u64,
+                                ),
                             );
-                            (placed.start.aligned.value_ns - i128::from(start), format!("GPU {device} on {host}"))
+                            (
+                                placed.start.aligned.value_ns - i128::from(start),
+                                format!("GPU {device} on {host}"),
+                            )
                         }
                         _ => {
                             summary.unplaced += 1;
@@ -173,7 +189,9 @@ pub fn write_chrome_trace<W: Write>(events: &[CorrelationEvent], out: W) -> io::
                 }
                 let thread = metadata.get("tid").map_or_else(
                     || format!("{} calls", activity.activity_domain),
-                    |tid| format!("{} thread {}", activity.activity_domain, tid.to_string().trim_matches('"')),
+                    |tid| {
+                        format!("{} thread {}", activity.activity_domain, tid.to_string().trim_matches('"'))
+                    },
                 );
                 ((host_process(domain), thread), name, category)
             }
@@ -211,7 +229,9 @@ fn write_document<W: Write>(out: W, mut slices: Vec<Slice>) -> io::Result<()> {
     let mut out = io::BufWriter::new(out);
     let origin = slices.iter().map(|slice| slice.start).min().unwrap_or(0);
     // Lanes: within a track, a slice goes to the first lane free at its start.
-    slices.sort_by(|a, b| (&a.track, a.start, std::cmp::Reverse(a.end)).cmp(&(&b.track, b.start, std::cmp::Reverse(b.end))));
+    slices.sort_by(|a, b| {
+        (&a.track, a.start, std::cmp::Reverse(a.end)).cmp(&(&b.track, b.start, std::cmp::Reverse(b.end)))
+    });
     let mut processes: BTreeMap<String, u64> = BTreeMap::new();
     let mut threads: BTreeMap<(u64, String), u64> = BTreeMap::new();
     let mut lanes: HashMap<Track, Vec<i128>> = HashMap::new();
@@ -228,7 +248,8 @@ fn write_document<W: Write>(out: W, mut slices: Vec<Slice>) -> io::Result<()> {
             }
         };
         ends[lane] = slice.end;
-        let thread = if lane == 0 { slice.track.1.clone() } else { format!("{} lane {}", slice.track.1, lane + 1) };
+        let thread =
+            if lane == 0 { slice.track.1.clone() } else { format!("{} lane {}", slice.track.1, lane + 1) };
         let next_tid = threads.len() as u64 + 1;
         let tid = *threads.entry((pid, thread)).or_insert(next_tid);
         rows.push((pid, tid, slice));
@@ -250,7 +271,8 @@ fn write_document<W: Write>(out: W, mut slices: Vec<Slice>) -> io::Result<()> {
     }
     for ((pid, name), tid) in &threads {
         separator(&mut out)?;
-        let record = json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}});
+        let record =
+            json!({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}});
         serde_json::to_writer(&mut out, &record)?;
     }
     for (pid, tid, slice) in rows {

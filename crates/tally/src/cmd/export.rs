@@ -53,7 +53,10 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// Writes through a temporary file beside `target`, renamed over it when
 /// complete, so a failure never leaves half a timeline.
-fn write_atomically<T>(target: &Path, write: impl FnOnce(&mut fs::File) -> anyhow::Result<T>) -> anyhow::Result<T> {
+fn write_atomically<T>(
+    target: &Path,
+    write: impl FnOnce(&mut fs::File) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
     let directory = target.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name = target.file_name().context("the output has no file name")?.to_string_lossy();
     let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use regex::Regex;
 use tally_core::{InferenceRecord, NonEmptyString};
-use tally_trace::{DeviceUuids, Detail, ImportOptions};
+use tally_trace::{Detail, DeviceUuids, ImportOptions};
 
 /// Whether `path` is a trace to import rather than an artifact to read.
 /// Standard input (`-`) is always an artifact.
