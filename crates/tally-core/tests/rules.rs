@@ -24,7 +24,9 @@ fn base(event_type: &str) -> Value {
         "infer.artifact" => json!({"artifact_kind": "inference_correlation", "created_at_ns": 5}),
         "infer.request" => json!({"request_ref": reference("r1"), "start_ns": 1, "end_ns": 9}),
         "infer.iteration" => json!({"iteration_ref": reference("i1"), "start_ns": 1, "end_ns": 9}),
-        "infer.stage" => json!({"stage_ref": reference("st1"), "name": "prefill", "request_ref": reference("r1")}),
+        "infer.stage" => {
+            json!({"stage_ref": reference("st1"), "name": "prefill", "request_ref": reference("r1")})
+        }
         "infer.membership" => {
             json!({"request_ref": reference("r1"), "iteration_ref": reference("i1"), "role": "decode"})
         }
@@ -76,9 +78,14 @@ fn check(record: Value, expected: Option<&str>) {
     match (outcome, expected) {
         (Ok(_), None) => {}
         (Err(error), Some(text)) => {
-            assert!(error.to_string().contains(text), "error {error:?} does not mention {text:?} for {record}")
+            assert!(
+                error.to_string().contains(text),
+                "error {error:?} does not mention {text:?} for {record}"
+            )
         }
-        (Ok(parsed), Some(text)) => panic!("accepted {record} as {parsed:?}; expected rejection with {text:?}"),
+        (Ok(parsed), Some(text)) => {
+            panic!("accepted {record} as {parsed:?}; expected rejection with {text:?}")
+        }
         (Err(error), None) => panic!("rejected {record}: {error}"),
     }
 }
@@ -138,7 +145,8 @@ fn context_rules() {
         rejects(kind, json!({"context": {field: ""}}), "must be a non-empty string");
         check(changed(kind, json!({}), &[&format!("context.{field}")]), Some("missing required field"));
     }
-    for field in ["source_version", "engine", "engine_version", "backend", "backend_version", "host", "device_uuid"]
+    for field in
+        ["source_version", "engine", "engine_version", "backend", "backend_version", "host", "device_uuid"]
     {
         accepts(kind, json!({"context": {field: "x"}}));
         accepts(kind, json!({"context": {field: null}}));
@@ -177,7 +185,11 @@ fn spans() {
         rejects(kind, json!({"end_ns": 2.0}), "end_ns must be a non-negative integer");
     }
     accepts("infer.clock_alignment", json!({"valid_from_ns": 3, "valid_to_ns": 4}));
-    rejects("infer.clock_alignment", json!({"valid_from_ns": 4, "valid_to_ns": 3}), "end_ns must be >= start_ns");
+    rejects(
+        "infer.clock_alignment",
+        json!({"valid_from_ns": 4, "valid_to_ns": 3}),
+        "end_ns must be >= start_ns",
+    );
 }
 
 #[test]
@@ -230,7 +242,10 @@ fn activity_attribution_and_domain() {
     accepts(kind, json!({"iteration_ref": null, "attribution_status": "unresolved"}));
     rejects(kind, json!({"attribution_status": "unresolved"}), "attribution_status must match");
     rejects(kind, json!({"attribution_status": "maybe"}), "attribution_status must be linked or unresolved");
-    check(changed(kind, json!({}), &["attribution_status"]), Some("missing required field attribution_status"));
+    check(
+        changed(kind, json!({}), &["attribution_status"]),
+        Some("missing required field attribution_status"),
+    );
     for domain in ["gpu", "runtime", "cpu", "unknown"] {
         accepts(kind, json!({"activity_domain": domain}));
     }
@@ -271,7 +286,8 @@ fn activity_intervals_and_schema_three() {
     // stormlog reads a null list as "no intervals" but still calls it v3.
     check(with(Value::Null, 3), None);
     check(with(Value::Null, 2), Some("requires schema_version 3"));
-    let open = changed(kind, json!({"schema_version": 3, "end_ns": null, "metadata": {"intervals": [[0, 1]]}}), &[]);
+    let open =
+        changed(kind, json!({"schema_version": 3, "end_ns": null, "metadata": {"intervals": [[0, 1]]}}), &[]);
     check(open, Some("needs start_ns and end_ns"));
     let parsed = parse_inference_record(with(json!([[0, 3], [5, 2]]), 3)).expect("valid");
     let busy = parsed.as_event().expect("event").busy_intervals().expect("activity");
@@ -285,7 +301,11 @@ fn capabilities() {
     accepts(kind, json!({"available": false, "supported": [], "enabled": [], "collected": []}));
     rejects(kind, json!({"available": false}), "unavailable components cannot report capabilities");
     rejects(kind, json!({"available": 1}), "available must be a boolean");
-    rejects(kind, json!({"enabled": ["kernel", "nvtx"]}), "collected must be enabled and enabled must be supported");
+    rejects(
+        kind,
+        json!({"enabled": ["kernel", "nvtx"]}),
+        "collected must be enabled and enabled must be supported",
+    );
     rejects(kind, json!({"collected": ["memcpy"]}), "collected must be enabled");
     rejects(kind, json!({"supported": ["kernel", "kernel"]}), "must not contain duplicates");
     rejects(kind, json!({"supported": ["kernel", ""]}), "list of non-empty strings");
@@ -307,7 +327,11 @@ fn clock_alignment() {
 #[test]
 fn versions_and_types() {
     for version in [0, 5, -2] {
-        rejects("infer.iteration", json!({"schema_version": version}), "unsupported inference schema_version");
+        rejects(
+            "infer.iteration",
+            json!({"schema_version": version}),
+            "unsupported inference schema_version",
+        );
     }
     rejects("infer.iteration", json!({"schema_version": 3}), "unsupported inference schema_version: 3");
     rejects("infer.iteration", json!({"schema_version": 4}), "v4 requires");
@@ -315,7 +339,11 @@ fn versions_and_types() {
     rejects("infer.iteration", json!({"schema_version": true}), "schema_version must be an integer");
     rejects("infer.iteration", json!({"schema_version": 2.0}), "schema_version must be an integer");
     rejects("infer.iteration", json!({"event_type": "infer.unknown"}), "unsupported inference event_type");
-    rejects("infer.iteration", json!({"event_type": "other.thing"}), "event_type must name an inference event");
+    rejects(
+        "infer.iteration",
+        json!({"event_type": "other.thing"}),
+        "event_type must name an inference event",
+    );
     rejects("infer.iteration", json!({"event_type": 3}), "event_type must name an inference event");
     check(json!([1, 2]), Some("record must be an object"));
 }
@@ -329,14 +357,19 @@ fn legacy_records_are_opaque() {
     assert_eq!(parsed.schema_version(), 1);
     let explicit = json!({"schema_version": 1, "event_type": "infer.x"});
     assert!(matches!(parse_inference_record(explicit), Ok(InferenceRecord::Legacy(_))));
-    check(json!({"schema_version": 1, "event_type": "http.x"}), Some("event_type must name an inference event"));
+    check(
+        json!({"schema_version": 1, "event_type": "http.x"}),
+        Some("event_type must name an inference event"),
+    );
     check(json!({"anything": 1}), Some("event_type must name an inference event"));
 }
 
 #[test]
 fn python_equality_of_metadata() {
-    let one = parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": 1, "b": [true]}}), &[]));
-    let other = parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": 1.0, "b": [1]}}), &[]));
+    let one =
+        parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": 1, "b": [true]}}), &[]));
+    let other =
+        parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": 1.0, "b": [1]}}), &[]));
     assert_eq!(one.expect("valid"), other.expect("valid"));
     let differs = parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": "1"}}), &[]));
     let one = parse_inference_record(changed("infer.iteration", json!({"metadata": {"a": 1}}), &[]));
