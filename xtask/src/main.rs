@@ -5,8 +5,11 @@
 //! - `bench [--json] [--quick] [NAME...]`: benchmarks beside the Python
 //!   references, with ratios.
 //! - `python`: only set up `.venv` and print its interpreter.
+//! - `gpu-check [NAME...]`: the checks that need a GPU; each says it
+//!   skipped, and why, on a machine without one.
 
 mod bench;
+mod gpu_check;
 mod python;
 mod test;
 
@@ -19,12 +22,13 @@ fn main() -> anyhow::Result<()> {
     match command.as_str() {
         "test" => test::run(&rest),
         "bench" => bench::run(&rest),
+        "gpu-check" => gpu_check::run(&rest),
         "python" => {
             println!("{}", python::ensure_venv()?.display());
             Ok(())
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|python> [args]");
+            eprintln!("usage: cargo xtask <test|bench|python|gpu-check> [args]");
             std::process::exit(2);
         }
     }

@@ -32,7 +32,7 @@ fn probe_driver() -> Result<(), String> {
     let present = catch_unwind(library_present).unwrap_or(false);
     if !present {
         return Err(format!(
-            "no CUDA driver found ({} could not be loaded: no NVIDIA driver is installed, \
+            "no CUDA driver found (none of {} could be loaded: no NVIDIA driver is installed, \
              or it is not on the library search path)",
             library_names()
         ));
@@ -59,8 +59,14 @@ fn library_present() -> bool {
 /// The first names cudarc tries, for the "not found" message.
 fn library_names() -> String {
     let names = cudarc::get_lib_name_candidates("cuda");
-    let shown: Vec<&str> = names.iter().map(String::as_str).take(3).collect();
-    format!("{} or another of {} names", shown.join(", "), names.len())
+    // The `libcuda.so*` names are the ones a Linux driver installs.
+    let mut shown: Vec<&str> =
+        names.iter().map(String::as_str).filter(|name| name.starts_with("libcuda.so")).collect();
+    shown.dedup();
+    if shown.is_empty() {
+        shown = names.iter().map(String::as_str).take(3).collect();
+    }
+    format!("{} or {} other names", shown.join(", "), names.len() - shown.len())
 }
 
 /// Runs one cudarc call after checking the driver, with panics contained.

@@ -366,8 +366,8 @@ impl ModelInfo {
     }
 }
 
-fn sum_bytes<'a>(tensors: impl Iterator<Item = &'a TensorInfo>) -> Option<u64> {
-    tensors.fold(Some(0u64), |sum, tensor| Some(sum?.saturating_add(tensor.bytes?)))
+fn sum_bytes<'a>(mut tensors: impl Iterator<Item = &'a TensorInfo>) -> Option<u64> {
+    tensors.try_fold(0u64, |sum, tensor| Some(sum.saturating_add(tensor.bytes?)))
 }
 
 impl Parser {

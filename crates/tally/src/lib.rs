@@ -4,6 +4,8 @@
 pub use tally_artifact as artifact;
 pub use tally_clock as clock;
 pub use tally_core as core;
+/// CUDA evidence (feature `cuda`, on by default).
+#[cfg(feature = "cuda")]
+pub use tally_cuda as cuda;
 pub use tally_gpu_time as gpu_time;
 pub use tally_resolve as resolve;
-pub use tally_trace as trace;

@@ -7,8 +7,10 @@ pub mod reference;
 
 use std::path::{Path, PathBuf};
 
+/// The fixture folder; this module is also compiled into the `tally`
+/// crate's tests, hence the path through the crates folder.
 pub fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tally-onnx/tests/fixtures")
 }
 
 pub fn fixture(name: &str) -> PathBuf {

@@ -1,0 +1,175 @@
+//! Printing a profile (table or vertebrae JSON) and the input/output dump,
+//! shared by the model kinds.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use serde_json::Value;
+use tally_core::profile::ResourceProfile;
+
+use super::super::account::{Layout, readable_ns};
+
+/// What a model run adds to the printed profile.
+pub(crate) struct Report {
+    /// The model file.
+    pub model: PathBuf,
+    /// The runtime, e.g. `ONNX Runtime 1.32.0`.
+    pub runtime: String,
+    /// One line per input: `name: TYPE [dims]`.
+    pub inputs: Vec<String>,
+    /// Samples per call.
+    pub samples_per_call: u64,
+}
+
+/// Prints the profile in the chosen layout.
+pub(crate) fn print(report: &Report, profile: &ResourceProfile, layout: Layout) -> anyhow::Result<()> {
+    match layout {
+        Layout::Json => println!("{}", profile.to_json_string().context("writing the profile as JSON")?),
+        Layout::Table => print!("{}", table(report, profile)),
+    }
+    Ok(())
+}
+
+fn seconds(value: Option<f64>) -> String {
+    match value {
+        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
+            readable_ns((seconds * 1e9).round() as u128)
+        }
+        _ => "-".to_owned(),
+    }
+}
+
+/// Bytes for people: exact below a KiB, else binary units with the exact
+/// count beside them.
+pub(crate) fn readable_bytes(bytes: u64) -> String {
+    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
+    for (scale, unit) in UNITS {
+        if bytes >= scale {
+            return format!("{:.2} {unit} ({bytes} B)", bytes as f64 / scale as f64);
+        }
+    }
+    format!("{bytes} B")
+}
+
+fn optional_bytes(bytes: Option<u64>) -> String {
+    bytes.map_or_else(|| "-".to_owned(), readable_bytes)
+}
+
+fn context_text(profile: &ResourceProfile, key: &str) -> String {
+    match profile.context.get(key) {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Null) | None => "-".to_owned(),
+        Some(other) => other.to_string(),
+    }
+}
+
+fn table(report: &Report, profile: &ResourceProfile) -> String {
+    let mut out = String::new();
+    // Writing to a String cannot fail.
+    let mut line = |text: String| {
+        let _ = writeln!(out, "{text}");
+    };
+    line(format!("model          {}", report.model.display()));
+    line(format!("runtime        {} on {}", report.runtime, context_text(profile, "device")));
+    for (index, input) in report.inputs.iter().enumerate() {
+        line(format!("{:<15}{input}", if index == 0 { "inputs" } else { "" }));
+    }
+    line(format!("status         {}", profile.status));
+    let inference = &profile.inference;
+    line(String::new());
+    line(format!("inference      {}", inference.status));
+    line(format!(
+        "  calls        {} ({} warm), {} samples per call, {} samples",
+        inference.batch_sizes.len(),
+        inference.warm_call_count,
+        report.samples_per_call,
+        inference.materialized_samples
+    ));
+    line(format!("  first call   {}", seconds(inference.first_call_seconds)));
+    line(format!(
+        "  warm         mean {}  median {}  p95 {}  max {}",
+        seconds(inference.warm_mean_seconds),
+        seconds(inference.warm_median_seconds),
+        seconds(inference.warm_p95_seconds),
+        seconds(inference.warm_max_seconds)
+    ));
+    line(format!(
+        "  throughput   {}",
+        inference
+            .throughput_samples_per_second
+            .map_or_else(|| "-".to_owned(), |rate| format!("{rate:.1} samples/s"))
+    ));
+    let host = &profile.host_memory;
+    line(format!(
+        "host memory    {}: peak RSS {}, +{} over baseline ({})",
+        host.status,
+        optional_bytes(host.peak_rss_bytes),
+        optional_bytes(host.peak_increase_bytes),
+        context_text(profile, "host_memory_method")
+    ));
+    let device = &profile.device_memory;
+    match &device.unavailable_reason {
+        Some(reason) => line(format!("device memory  {}: {reason}", device.status)),
+        None => line(format!(
+            "device memory  {}: peak allocated {}, reserved {}",
+            device.status,
+            optional_bytes(device.peak_allocated_bytes),
+            optional_bytes(device.peak_reserved_bytes)
+        )),
+    }
+    let model = &profile.model;
+    line(format!(
+        "model          {}: {} parameters, {} ({})",
+        model.status,
+        model.parameter_count.map_or_else(|| "-".to_owned(), |count| count.to_string()),
+        optional_bytes(model.parameter_bytes),
+        if model.weight_dtypes.is_empty() { "-".to_owned() } else { model.weight_dtypes.join(", ") }
+    ));
+    line(format!("  checkpoint   {}: {}", model.checkpoint_status, optional_bytes(model.checkpoint_bytes)));
+    for artifact in &model.artifacts {
+        let reason = artifact.reason.as_deref().map(|reason| format!(" ({reason})")).unwrap_or_default();
+        line(format!(
+            "  artifact     {} {} {} {}{reason}",
+            artifact.role,
+            artifact.path,
+            readable_bytes(artifact.bytes),
+            artifact.status
+        ));
+    }
+    if !profile.warnings.is_empty() {
+        line(String::new());
+        line("warnings".to_owned());
+        for warning in &profile.warnings {
+            line(format!("  - {warning}"));
+        }
+    }
+    out
+}
+
+/// Writes `value` to `dir/name` atomically: a temporary file in `dir`, then
+/// a rename over the target.
+pub(crate) fn write_json_atomically(dir: &Path, name: &str, value: &Value) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let target = dir.join(name);
+    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+    let text = serde_json::to_string_pretty(value)?;
+    std::fs::write(&temporary, text + "\n").with_context(|| format!("writing {}", temporary.display()))?;
+    if let Err(error) = std::fs::rename(&temporary, &target) {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error).with_context(|| format!("renaming to {}", target.display()));
+    }
+    Ok(target)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bytes_read_in_binary_units() {
+        assert_eq!(readable_bytes(712), "712 B");
+        assert_eq!(readable_bytes(8464), "8.27 KiB (8464 B)");
+        assert_eq!(readable_bytes(3 << 20), "3.00 MiB (3145728 B)");
+    }
+}
