@@ -55,7 +55,32 @@ fn test_environment(python: &Path) -> anyhow::Result<Vec<(String, OsString)>> {
         }
         environment.push(("PATH".to_owned(), path));
     }
+    // tally-onnx's tests load ONNX Runtime from the venv's onnxruntime wheel
+    // unless the caller points elsewhere.
+    if std::env::var_os("ORT_DYLIB_PATH").is_none()
+        && let Some(library) = onnxruntime_library(python)
+    {
+        environment.push(("ORT_DYLIB_PATH".to_owned(), library.into_os_string()));
+    }
     Ok(environment)
+}
+
+/// `lib/python*/site-packages/onnxruntime/capi/libonnxruntime.so.<version>`
+/// of the venv `python` belongs to (the newest, should there be several).
+fn onnxruntime_library(python: &Path) -> Option<std::path::PathBuf> {
+    let venv = python.parent()?.parent()?;
+    let mut found = Vec::new();
+    for interpreter in std::fs::read_dir(venv.join("lib")).ok()?.flatten() {
+        let capi = interpreter.path().join("site-packages/onnxruntime/capi");
+        for entry in std::fs::read_dir(capi).into_iter().flatten().flatten() {
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with("libonnxruntime.so.") {
+                found.push(entry.path());
+            }
+        }
+    }
+    found.sort();
+    found.pop()
 }
 
 fn install_apt_packages() -> anyhow::Result<()> {
