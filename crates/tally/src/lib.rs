@@ -9,3 +9,4 @@ pub use tally_core as core;
 pub use tally_cuda as cuda;
 pub use tally_gpu_time as gpu_time;
 pub use tally_resolve as resolve;
+pub use tally_trace as trace;

@@ -1,8 +1,12 @@
 //! One module per subcommand, plus what they share.
 
 pub mod account;
+pub mod export;
+pub mod import;
+pub mod input;
 #[cfg(feature = "cuda")]
 pub mod cuda_info;
+pub mod profile;
 pub mod progress;
 pub mod shares;
 pub mod validate;
