@@ -408,3 +408,25 @@ impl Calibration {
         )?)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::milliseconds_to_ns;
+
+    #[test]
+    fn milliseconds_become_rounded_nanoseconds() {
+        assert_eq!(milliseconds_to_ns(1.5).ok(), Some(1_500_000));
+        assert_eq!(milliseconds_to_ns(0.0).ok(), Some(0));
+        // 0.1 is not exact in f32 (0.100000001490116...): the nearest
+        // nanosecond is still 100_000.
+        assert_eq!(milliseconds_to_ns(0.1).ok(), Some(100_000));
+    }
+
+    #[test]
+    fn impossible_readings_are_errors() {
+        for reading in [-0.001f32, f32::NAN, f32::INFINITY] {
+            let error = milliseconds_to_ns(reading).err().map(|error| error.to_string());
+            assert!(error.is_some_and(|text| text.contains("before the clock's origin")), "{reading}");
+        }
+    }
+}
