@@ -45,7 +45,10 @@ pub(crate) struct JsonStream<R> {
     /// Absolute offset of `buffer[0]` in the document.
     base: u64,
     eof: bool,
+    /// Bytes to read at once now; grows while one value does not fit.
     chunk: usize,
+    /// What `chunk` returns to once a value fits.
+    base_chunk: usize,
 }
 
 fn is_whitespace(byte: u8) -> bool {
@@ -60,7 +63,8 @@ impl<R: Read> JsonStream<R> {
     /// A stream that reads `chunk` bytes at a time; tests use tiny chunks to
     /// cut values everywhere.
     pub(crate) fn with_chunk(source: R, chunk: usize) -> Self {
-        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk: chunk.max(1) }
+        let chunk = chunk.max(1);
+        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk, base_chunk: chunk }
     }
 
     /// Absolute offset of the next unconsumed byte.
@@ -149,7 +153,9 @@ impl<R: Read> JsonStream<R> {
                         Parsed::Value(_, used) | Parsed::Mismatch(_, used) => *used,
                     };
                     self.start += used;
-
+                    // The growth was for one long value; later reads need
+                    // no more than the usual chunk.
+                    self.chunk = self.base_chunk;
                     return Ok(parsed);
                 }
                 Err(error) if error.is_eof() => {
