@@ -130,3 +130,9 @@ int tally_allocator_reset_peak(int32_t device_type, int32_t device_index, char* 
 }
 
 }  // extern "C"
+
+#include <torch/version.h>
+
+extern "C" const char* tally_libtorch_version() {
+  return TORCH_VERSION;
+}

@@ -36,6 +36,9 @@ pub enum TorchError {
     /// A profile value failed vertebrae's validation.
     #[error(transparent)]
     Invalid(#[from] tally_core::ValidationError),
+    /// Options that cannot be run (no calls, no input shapes).
+    #[error("{0}")]
+    Options(String),
     /// A device index outside libtorch's range (`c10::DeviceIndex` is 8 bits).
     #[error("device index {0} is out of range")]
     DeviceIndex(usize),
@@ -47,7 +50,7 @@ impl From<TorchError> for HookError {
     fn from(error: TorchError) -> Self {
         let kind = match error {
             TorchError::Overflow { .. } => "OverflowError",
-            TorchError::DeviceIndex(_) | TorchError::Invalid(_) => "ValueError",
+            TorchError::DeviceIndex(_) | TorchError::Invalid(_) | TorchError::Options(_) => "ValueError",
             _ => "RuntimeError",
         };
         HookError::new(kind, error.to_string())

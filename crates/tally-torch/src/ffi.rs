@@ -61,6 +61,14 @@ unsafe extern "C" {
     ) -> c_int;
     fn tally_allocator_reset_peak(device_type: i32, device_index: i32, err: *mut c_char, len: usize)
     -> c_int;
+    fn tally_libtorch_version() -> *const c_char;
+}
+
+/// The libtorch version the shim was compiled against (`TORCH_VERSION`),
+/// which is the one linked: torch-sys checks it at build time.
+pub(crate) fn libtorch_version() -> String {
+    // SAFETY: the shim returns a pointer to a static NUL-terminated literal.
+    unsafe { CStr::from_ptr(tally_libtorch_version()) }.to_string_lossy().into_owned()
 }
 
 const ERROR_CAPACITY: usize = 2048;

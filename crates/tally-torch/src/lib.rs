@@ -69,6 +69,7 @@ mod dtype;
 mod error;
 mod ffi;
 mod model;
+mod script;
 
 pub use adapter::TorchResourceProfileAdapter;
 pub use allocator::{AllocatorStats, allocator_stats, reset_peak_stats, synchronize};
@@ -76,6 +77,7 @@ pub use device::TorchDevice;
 pub use dtype::{kind_name, python_dtype_name};
 pub use error::TorchError;
 pub use model::ModelTensors;
+pub use script::{ScriptProfileOptions, ScriptProfileRun, profile_torchscript, synthetic_input, tensor_json};
 /// The tch version this crate is built with, re-exported so that callers
 /// use the same types.
 pub use tch;
