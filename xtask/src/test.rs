@@ -67,7 +67,7 @@ fn test_environment(python: &Path) -> anyhow::Result<Vec<(String, OsString)>> {
 
 /// `lib/python*/site-packages/onnxruntime/capi/libonnxruntime.so.<version>`
 /// of the venv `python` belongs to (the newest, should there be several).
-fn onnxruntime_library(python: &Path) -> Option<std::path::PathBuf> {
+pub(crate) fn onnxruntime_library(python: &Path) -> Option<std::path::PathBuf> {
     let venv = python.parent()?.parent()?;
     let mut found = Vec::new();
     for interpreter in std::fs::read_dir(venv.join("lib")).ok()?.flatten() {

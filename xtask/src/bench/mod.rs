@@ -19,14 +19,19 @@ use crate::workspace_root;
 
 mod artifact;
 pub mod generate;
+mod onnx;
 mod profile;
 mod trace;
 
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 
 /// Every benchmark, by name, in the order they run.
-const BENCHES: &[(&str, BenchFn)] =
-    &[("artifact", artifact::run), ("profile", profile::run), ("trace", trace::run)];
+const BENCHES: &[(&str, BenchFn)] = &[
+    ("artifact", artifact::run),
+    ("profile", profile::run),
+    ("trace", trace::run),
+    ("onnx", onnx::run),
+];
 
 /// What one benchmark measured of one program run.
 #[derive(Debug, Clone, Copy, Default)]

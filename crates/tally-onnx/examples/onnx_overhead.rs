@@ -1,0 +1,212 @@
+//! The profiler's overhead on a real ONNX Runtime call, for `cargo xtask
+//! bench onnx`: the same model run N times bare and N times inside
+//! `ResourceProfiler::measure_call` (with the ONNX adapter and the default
+//! configuration `tally profile` uses), each bare call paired with a
+//! measured one so load from elsewhere hits both alike. The model is an MLP written here, its batch calibrated so one
+//! call takes about the target time. Prints one JSON object.
+//!
+//! ```text
+//! onnx_overhead --lib libonnxruntime.so --dir DIR [--calls N] [--rounds R] [--target-us T] [--threads K] [--disabled]
+//! ```
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use tally_onnx::write::{GraphWriter, Node, TensorPayload};
+use tally_onnx::{
+    DataType, OnnxResourceProfileAdapter, OnnxRuntime, OnnxSession, SessionOptions, ShapeBindings,
+};
+use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
+
+const HIDDEN: u64 = 512;
+const LAYERS: usize = 4;
+
+struct Options {
+    library: PathBuf,
+    dir: PathBuf,
+    calls: usize,
+    rounds: usize,
+    target_ns: u64,
+    threads: usize,
+    /// Measure with a disabled profiler: the noise floor of the comparison.
+    disabled: bool,
+}
+
+fn parse() -> Result<Options, String> {
+    let mut options = Options {
+        library: PathBuf::new(),
+        dir: std::env::temp_dir(),
+        calls: 200,
+        rounds: 10,
+        target_ns: 1_000_000,
+        threads: 1,
+        disabled: false,
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(flag) = args.next() {
+        if flag == "--disabled" {
+            options.disabled = true;
+            continue;
+        }
+        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+        let number = || value.parse::<u64>().map_err(|_| format!("{flag}: '{value}' is not a number"));
+        match flag.as_str() {
+            "--lib" => options.library = PathBuf::from(&value),
+            "--dir" => options.dir = PathBuf::from(&value),
+            "--calls" => options.calls = number()? as usize,
+            "--rounds" => options.rounds = number()? as usize,
+            "--target-us" => options.target_ns = number()? * 1_000,
+            "--threads" => options.threads = number()? as usize,
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    if options.library.as_os_str().is_empty() {
+        return Err("--lib is required".to_owned());
+    }
+    Ok(options)
+}
+
+/// An MLP of `LAYERS` square layers with a dynamic batch.
+fn write_model(dir: &std::path::Path) -> std::io::Result<PathBuf> {
+    let mut graph = GraphWriter::new("overhead_mlp");
+    graph.input("x", DataType::Float, &[None, Some(HIDDEN)]);
+    graph.output("y", DataType::Float, &[None, Some(HIDDEN)]);
+    let mut previous = "x".to_owned();
+    for layer in 0..LAYERS {
+        let weights: Vec<u8> = (0..HIDDEN * HIDDEN)
+            .flat_map(|i| (((i * 7 + layer as u64) % 13) as f32 / 13.0 - 0.5).to_le_bytes())
+            .collect();
+        let bias: Vec<u8> = (0..HIDDEN).flat_map(|i| ((i % 5) as f32 * 0.01).to_le_bytes()).collect();
+        let (w, b) = (format!("w{layer}"), format!("b{layer}"));
+        graph.initializer(&w, DataType::Float, &[HIDDEN, HIDDEN], TensorPayload::Raw(weights));
+        graph.initializer(&b, DataType::Float, &[HIDDEN], TensorPayload::Raw(bias));
+        let (product, sum) = (format!("p{layer}"), format!("s{layer}"));
+        let out = if layer + 1 == LAYERS { "y".to_owned() } else { format!("h{layer}") };
+        graph.node(Node::new("MatMul", &[&previous, &w], &[&product]));
+        graph.node(Node::new("Add", &[&product, &b], &[&sum]));
+        graph.node(Node::new("Relu", &[&sum], &[&out]));
+        previous = out;
+    }
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("overhead_mlp.onnx");
+    std::fs::write(&path, graph.model_bytes(17))?;
+    Ok(path)
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let middle = values.len() / 2;
+    if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 }
+}
+
+fn run() -> Result<(), Box<dyn std::error::Error>> {
+    let options = parse()?;
+    let runtime = OnnxRuntime::load(Some(&options.library))?;
+    let model = write_model(&options.dir)?;
+    let session_options = SessionOptions { intra_op_threads: Some(options.threads) };
+    let mut session = OnnxSession::open(&runtime, &model, &session_options)?;
+
+    // Calibrate the batch so one call takes about the target time.
+    let mut batch = 8u64;
+    let mut inputs = session.synthetic_inputs(&ShapeBindings { batch: Some(batch), ..Default::default() })?;
+    for _ in 0..4 {
+        let mut times = Vec::new();
+        for _ in 0..15 {
+            let start = Instant::now();
+            session.run(&inputs)?;
+            times.push(start.elapsed().as_nanos() as f64);
+        }
+        let call_ns = median(&mut times);
+        let scaled = ((batch as f64) * options.target_ns as f64 / call_ns).round().clamp(1.0, 8192.0) as u64;
+        if scaled == batch {
+            break;
+        }
+        batch = scaled;
+        inputs = session.synthetic_inputs(&ShapeBindings { batch: Some(batch), ..Default::default() })?;
+    }
+    for _ in 0..20 {
+        session.run(&inputs)?;
+    }
+
+    let template = OnnxResourceProfileAdapter::for_session(&session);
+    let adapter = || Box::new(template.clone());
+    // Paired calls: each bare call sits next to a measured one (in
+    // alternating order), so load from other processes, which comes and
+    // goes over milliseconds, hits both alike. One profiler per round.
+    let mut bare_ns = Vec::with_capacity(options.calls * options.rounds);
+    let mut measured_ns = Vec::with_capacity(options.calls * options.rounds);
+    for _ in 0..options.rounds {
+        let config = ProfilerConfig { enabled: !options.disabled, ..ProfilerConfig::default() };
+        let mut profiler = ResourceProfiler::new(config).with_adapter(adapter());
+        for call in 0..options.calls {
+            let bare = |session: &mut OnnxSession| -> Result<f64, tally_onnx::OnnxError> {
+                let start = Instant::now();
+                session.run(&inputs)?;
+                Ok(start.elapsed().as_nanos() as f64)
+            };
+            let mut measured = |session: &mut OnnxSession| -> Result<f64, tally_onnx::OnnxError> {
+                let start = Instant::now();
+                profiler.measure_call(|| session.run(&inputs), CallSpec::new(batch, "batch"))?;
+                Ok(start.elapsed().as_nanos() as f64)
+            };
+            if call % 2 == 0 {
+                bare_ns.push(bare(&mut session)?);
+                measured_ns.push(measured(&mut session)?);
+            } else {
+                measured_ns.push(measured(&mut session)?);
+                bare_ns.push(bare(&mut session)?);
+            }
+        }
+        let profile = profiler.finish(false);
+        let recorded = if options.disabled { 0 } else { options.calls };
+        assert_eq!(profile.inference.batch_sizes.len(), recorded, "every call was recorded");
+    }
+    // Each pair ran back to back: the median of the paired differences
+    // cancels load that changes slower than a pair.
+    let mut differences: Vec<f64> = measured_ns.iter().zip(&bare_ns).map(|(m, b)| m - b).collect();
+    let paired_difference = median(&mut differences);
+    let bare_median = median(&mut bare_ns.clone());
+    let measured_median = median(&mut measured_ns.clone());
+    let bare_total: f64 = bare_ns.iter().sum();
+    let measured_total: f64 = measured_ns.iter().sum();
+
+    // The profiler's own cost per call, measured around an empty call:
+    // stable where the difference above is within the machine's noise.
+    let mut profiler = ResourceProfiler::new(ProfilerConfig::default()).with_adapter(adapter());
+    let empty_calls = 20_000u32;
+    let start = Instant::now();
+    for _ in 0..empty_calls {
+        profiler.measure_call(|| (), CallSpec::new(batch, "batch"));
+    }
+    let per_empty_call_ns = start.elapsed().as_nanos() as f64 / f64::from(empty_calls);
+
+    let report = serde_json::json!({
+        "library": runtime.library().display().to_string(),
+        "onnxruntime_version": runtime.version(),
+        "hidden": HIDDEN,
+        "layers": LAYERS,
+        "batch": batch,
+        "threads": options.threads,
+        "profiler_enabled": !options.disabled,
+        "calls": bare_ns.len(),
+        "bare_total_ns": bare_total,
+        "measured_total_ns": measured_total,
+        "bare_median_ns": bare_median,
+        "measured_median_ns": measured_median,
+        "paired_difference_median_ns": paired_difference,
+        "relative_overhead_paired": paired_difference / bare_median,
+        "relative_overhead_median": (measured_median - bare_median) / bare_median,
+        "relative_overhead_total": (measured_total - bare_total) / bare_total,
+        "measure_call_empty_ns": per_empty_call_ns,
+        "measure_call_empty_relative": per_empty_call_ns / bare_median,
+    });
+    println!("{report}");
+    Ok(())
+}
+
+fn main() {
+    if let Err(error) = run() {
+        eprintln!("onnx_overhead: {error}");
+        std::process::exit(1);
+    }
+}
