@@ -336,7 +336,7 @@ impl OnnxSession {
     /// Builds inputs matching the declaration, sized by `bindings`.
     ///
     /// Floating-point inputs are filled with a fixed pseudo-random sequence
-    /// in [-1, 1) (seeded by the input's position); integer and bool inputs
+    /// in [-1, 1] (seeded by the input's position); integer and bool inputs
     /// with zeros, the one value valid as an index into any non-empty axis.
     /// Strings, sequences, maps and optionals cannot be synthesized: the
     /// error names the input.
@@ -571,6 +571,38 @@ mod tests {
         assert_eq!(f64_to_f16(1.0 + 3.0 * 2f64.powi(-11)), 0x3c02);
         assert_eq!(f64_to_f16(1e6), 0x7c00);
         assert_eq!(f64_to_f16(-0.0), 0x8000);
+    }
+
+    fn data(data_type: DataType, bytes: Vec<u8>) -> TensorData {
+        TensorData { name: "t".into(), data_type, shape: vec![], bytes }
+    }
+
+    #[test]
+    fn tensor_bytes_convert_to_f64_per_type() {
+        assert_eq!(data(DataType::Int8, vec![0xff, 2]).to_f64(), Some(vec![-1.0, 2.0]));
+        assert_eq!(data(DataType::Uint16, vec![0x34, 0x12]).to_f64(), Some(vec![4660.0]));
+        assert_eq!(data(DataType::Bool, vec![0, 1, 7]).to_f64(), Some(vec![0.0, 1.0, 1.0]));
+        // bfloat16 0x3fc0 is 1.5; float16 0xc000 is -2.
+        assert_eq!(data(DataType::Bfloat16, vec![0xc0, 0x3f]).to_f64(), Some(vec![1.5]));
+        assert_eq!(data(DataType::Float16, vec![0x00, 0xc0]).to_f64(), Some(vec![-2.0]));
+        assert_eq!(data(DataType::Int64, (-3i64).to_le_bytes().to_vec()).to_f64(), Some(vec![-3.0]));
+        assert_eq!(data(DataType::Double, 0.25f64.to_le_bytes().to_vec()).to_f64(), Some(vec![0.25]));
+        assert_eq!(data(DataType::Int4, vec![0x21]).to_f64(), None);
+    }
+
+    #[test]
+    fn synthetic_fill_is_sized_and_deterministic() {
+        for data_type in
+            [DataType::Float, DataType::Float16, DataType::Bfloat16, DataType::Double, DataType::Int32]
+        {
+            let bytes = data_type.bytes_for(7).expect("sized") as usize;
+            let first = fill(data_type, bytes, 3);
+            assert_eq!(first.len(), bytes);
+            assert_eq!(first, fill(data_type, bytes, 3));
+            let values = data(data_type, first).to_f64().expect("numeric");
+            assert!(values.iter().all(|v| (-1.0..=1.0).contains(v)), "{data_type}: {values:?}");
+        }
+        assert_ne!(fill(DataType::Float, 16, 0), fill(DataType::Float, 16, 1));
     }
 
     fn tensor(name: &str, dims: Vec<Dim>) -> IoInfo {

@@ -203,3 +203,42 @@ fn zero_calls_is_an_error() {
             .expect_err("zero calls");
     assert!(matches!(error, OnnxError::Options(_)));
 }
+
+/// Inputs of float16, bfloat16, int64 and bool are synthesized as bytes and
+/// read back: the model casts or copies each to an output.
+#[test]
+fn typed_inputs_round_trip_through_the_runtime() {
+    use tally_onnx::DataType;
+    use tally_onnx::write::{GraphWriter, Node};
+    let Some(library) = runtime_library("typed_inputs_round_trip_through_the_runtime") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut graph = GraphWriter::new("typed");
+    graph.input("half", DataType::Float16, &[None, Some(3)]);
+    graph.input("brain", DataType::Bfloat16, &[None, Some(2)]);
+    graph.input("ids", DataType::Int64, &[None]);
+    graph.input("mask", DataType::Bool, &[None, Some(4)]);
+    graph.output("half_f32", DataType::Float, &[None, Some(3)]);
+    graph.output("brain_f32", DataType::Float, &[None, Some(2)]);
+    graph.output("ids_out", DataType::Int64, &[None]);
+    graph.output("mask_out", DataType::Bool, &[None, Some(4)]);
+    graph.node(Node::new("Cast", &["half"], &["half_f32"]).int("to", 1));
+    graph.node(Node::new("Cast", &["brain"], &["brain_f32"]).int("to", 1));
+    graph.node(Node::new("Identity", &["ids"], &["ids_out"]));
+    graph.node(Node::new("Identity", &["mask"], &["mask_out"]));
+    let model = dir.path().join("typed.onnx");
+    std::fs::write(&model, graph.model_bytes(17)).expect("write");
+    let bindings = ShapeBindings { batch: Some(5), ..Default::default() };
+    let run = profile_model(&model, &options(&library, 2, false, bindings)).expect("profiles");
+    assert_eq!(run.samples_per_call, 5);
+    assert_eq!(run.profile.inference.batch_sizes, [5, 5]);
+    assert_eq!(run.profile.model.parameter_count, Some(0));
+    for (index, (input, output)) in run.inputs.iter().zip(&run.outputs).enumerate() {
+        let OutputValue::Tensor(output) = output else { panic!("output {index} is not a tensor") };
+        assert_eq!(input.shape, output.shape, "{}", input.name);
+        assert_eq!(input.to_f64(), output.to_f64(), "{}", input.name);
+    }
+    // Floating inputs vary; integer and bool inputs are zeros.
+    let half = run.inputs[0].to_f64().expect("numeric");
+    assert!(half.iter().any(|v| *v != half[0]) && half.iter().all(|v| (-1.0..=1.0).contains(v)));
+    assert!(run.inputs[2].to_f64().expect("numeric").iter().all(|v| *v == 0.0));
+}
