@@ -14,7 +14,14 @@ use crate::workspace_root;
 
 /// Debian packages the tests need (native libraries for optional features).
 /// Installed with apt-get only when one is missing.
-const APT_PACKAGES: &[&str] = &[];
+const APT_PACKAGES: &[&str] = &[
+    // tally-distributed's `mpi` feature: Open MPI (mpirun for the end-to-end
+    // test) and libclang for the bindgen build of mpi-sys.
+    "libopenmpi-dev",
+    "openmpi-bin",
+    "libclang1-14",
+    "libclang-common-14-dev",
+];
 
 pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     let root = workspace_root();

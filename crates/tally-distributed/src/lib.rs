@@ -24,6 +24,11 @@
 //!   honest stand-in evidence of CPU work where there is no GPU (see
 //!   [`evidence`]).
 //!
+//! - [`ranks`] holds what a rank sends the driver ([`ranks::RankReport`]),
+//!   how the driver combines the reports (a rank that failed leaves its
+//!   shard unprofiled), and [`ranks::run_with_deadline`], which bounds a
+//!   rank's work in time.
+//!
 //! With the off-by-default feature `mpi`, the `mpi` module gathers
 //! every rank's serialized profile and artifact to rank 0 (variable-length
 //! gathers with a deadline) and the `mpi-shards` program runs the whole
@@ -50,6 +55,9 @@
 mod aggregate;
 pub mod evidence;
 mod like;
+#[cfg(feature = "mpi")]
+pub mod mpi;
+pub mod ranks;
 mod request;
 mod types;
 
