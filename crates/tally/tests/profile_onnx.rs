@@ -188,3 +188,38 @@ fn missing_and_wrong_libraries_are_clean_errors() {
         None => eprintln!("skipped: wrong-library case: no other shared library beside the runtime"),
     }
 }
+
+/// vertebrae itself loads the profile `tally profile --format json` prints
+/// and writes it back unchanged. Runs when `TALLY_PYTHON` names the
+/// reference interpreter.
+#[test]
+fn vertebrae_loads_the_printed_profile() {
+    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
+        eprintln!("skipped: vertebrae_loads_the_printed_profile: TALLY_PYTHON is not set");
+        return;
+    };
+    let Some(library) = runtime_library("vertebrae_loads_the_printed_profile") else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (profile, _) = profile_json(&library, "external_data.onnx", &["--calls", "3"], dir.path());
+    let script = "import json, sys\n\
+                  from dataclasses import asdict\n\
+                  from vertebrae.profiling import resource_profile_from_dict\n\
+                  value = json.load(sys.stdin)\n\
+                  print(json.dumps(asdict(resource_profile_from_dict(value))))\n";
+    let mut child = Command::new(python)
+        .args(["-c", script])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python starts");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin.write_all(profile.to_string().as_bytes()).expect("write profile");
+    }
+    let output = child.wait_with_output().expect("python runs");
+    assert!(output.status.success(), "vertebrae rejected the profile: {}", stderr(&output));
+    let round_trip: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    assert_eq!(round_trip, profile);
+}
