@@ -211,6 +211,148 @@ pub(crate) fn decode(
     if *first != b'{' {
         return None;
     }
+    let mut scratch = std::mem::take(&mut interner.scratch);
+    let result = match splice_known_context(line, interner, &mut scratch) {
+        Some(context) => decode_text(&scratch, line_number, registry, interner, Some(context)),
+        None => {
+            let result = decode_text(line, line_number, registry, interner, None);
+            if let Some((InferenceRecord::Event(event), false)) = &result {
+                remember_context(line, event.context_arc(), interner);
+            }
+            result
+        }
+    };
+    interner.scratch = scratch;
+    result
+}
+
+/// How many context texts a decoder remembers.
+const RAW_CONTEXTS: usize = 4;
+
+/// Embedded rows repeat the same context text on every line. When `line`
+/// carries, as its top-level `context`, exactly the bytes of the context
+/// decoded last, writes the line with that value replaced by `null` into
+/// `out` and returns the context: those bytes were already checked and
+/// decoded, and re-parsing them was half the cost of an embedded row.
+fn splice_known_context(
+    line: &[u8],
+    interner: &Interner,
+    out: &mut Vec<u8>,
+) -> Option<Arc<CorrelationContext>> {
+    if interner.raw_contexts.is_empty() {
+        return None;
+    }
+    static CONTEXT_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"context\""));
+    CONTEXT_KEY.find(line)?;
+    let start = top_level_value(line, b"\"context\"")?;
+    let (raw, context) = interner.raw_contexts.iter().find(|(raw, _)| line[start..].starts_with(raw))?;
+    out.clear();
+    out.extend_from_slice(&line[..start]);
+    out.extend_from_slice(b"null");
+    out.extend_from_slice(&line[start + raw.len()..]);
+    Some(Arc::clone(context))
+}
+
+/// Keeps the text of `line`'s top-level `context` object for
+/// [`splice_known_context`]; `line` decoded to `context`.
+fn remember_context(line: &[u8], context: &Arc<CorrelationContext>, interner: &mut Interner) {
+    let Some(start) = top_level_value(line, b"\"context\"") else {
+        return;
+    };
+    if let Some(end) = object_end(line, start) {
+        let known = &mut interner.raw_contexts;
+        known.retain(|(_, value)| !Arc::ptr_eq(value, context));
+        known.truncate(RAW_CONTEXTS - 1);
+        known.insert(0, (line[start..end].to_vec(), Arc::clone(context)));
+    }
+}
+
+/// Where the value of the top-level member `key` (quoted, unescaped) starts
+/// in a JSON object's text: nesting and strings are tracked, so a nested
+/// member or a string holding the same characters never matches. `None`
+/// when absent or when the text is too malformed to tell (the full parse
+/// then decides).
+fn top_level_value(text: &[u8], key: &[u8]) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut at = 0;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                let start = at;
+                at = string_end(text, at)?;
+                if depth == 1 && &text[start..at] == key {
+                    let mut next = skip_space(text, at);
+                    if text.get(next) == Some(&b':') {
+                        next = skip_space(text, next + 1);
+                        return Some(next);
+                    }
+                }
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.checked_sub(1)?,
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// The index just past the string that starts at `start` (a `"`).
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + 1;
+    loop {
+        at += memchr::memchr2(b'"', b'\\', text.get(at..)?)?;
+        if text[at] == b'\\' {
+            at += 2;
+        } else {
+            return Some(at + 1);
+        }
+    }
+}
+
+fn skip_space(text: &[u8], mut at: usize) -> usize {
+    while matches!(text.get(at), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the object that starts at `start` (a `{`).
+fn object_end(text: &[u8], start: usize) -> Option<usize> {
+    if text.get(start) != Some(&b'{') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut at = start;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                at = string_end(text, at)?;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+fn decode_text(
+    line: &[u8],
+    line_number: u64,
+    registry: &Registry,
+    interner: &mut Interner,
+    known_context: Option<Arc<CorrelationContext>>,
+) -> Option<(InferenceRecord, bool)> {
     // One UTF-8 check of the whole line is cheaper than serde_json's check
     // of each string that `from_slice` does.
     let text = std::str::from_utf8(line).ok()?;
@@ -233,21 +375,18 @@ pub(crate) fn decode(
         Some(Value::Null) => Some(true),
         Some(_) => Some(false),
     };
-    let context = match (version, row.context_id.take(), row.context.take()) {
-        (4, Field::Present(id), Field::Absent) => {
+    let declared = if intervals.is_some() { 3 } else { 2 };
+    let context = match (version, row.context_id.take(), row.context.take(), known_context) {
+        (4, Field::Present(id), Field::Absent, None) => {
             // v4 cannot carry null intervals: the exact path says so.
             if intervals == Some(true) {
                 return None;
             }
             Arc::clone(registry.lookup(&id.0, line_number)?)
         }
-        (2 | 3, Field::Absent, Field::Present(raw)) => {
-            let declared = if intervals.is_some() { 3 } else { 2 };
-            if version != declared {
-                return None;
-            }
-            intern(raw, interner)?
-        }
+        (2 | 3, Field::Absent, Field::Present(raw), None) if version == declared => intern(raw, interner)?,
+        // The `null` spliced in for a context already decoded.
+        (2 | 3, Field::Absent, Field::Null, Some(known)) if version == declared => known,
         _ => return None,
     };
     let event_id = required_string(row.event_id.take())?;

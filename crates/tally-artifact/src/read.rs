@@ -224,14 +224,14 @@ where
         fast: options.fast_path,
     };
     std::thread::scope(|scope| {
-        let (sender, receiver) = mpsc::sync_channel::<io::Result<(Vec<u8>, bool)>>(1);
+        let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
-        let (recycle, recycled) = mpsc::channel::<Vec<u8>>();
+        let (recycle, recycled) = mpsc::channel::<Window>();
         scope.spawn(move || read_windows(reader, window_bytes, &sender, &recycled));
         for message in &receiver {
             let (window, last) = message.map_err(|error| ArtifactError::io(source_name, &error))?;
-            let (outputs, lines) = state.decode_window(&window, stats.lines + 1, &map)?;
-            stats.bytes += window.len() as u64;
+            let (outputs, lines) = state.decode_window(window.text(), stats.lines + 1, &map)?;
+            stats.bytes += window.filled as u64;
             stats.lines += lines;
             let _ = recycle.send(window);
             for (output, counts) in outputs {
@@ -248,12 +248,25 @@ where
     })
 }
 
+/// A buffer of whole lines. `buffer` stays initialized at its full length,
+/// so a reused window is never zeroed again; `filled` bytes are text.
+struct Window {
+    buffer: Vec<u8>,
+    filled: usize,
+}
+
+impl Window {
+    fn text(&self) -> &[u8] {
+        &self.buffer[..self.filled]
+    }
+}
+
 /// The producer: whole-line windows, the last flagged.
 fn read_windows<R: Read>(
     reader: R,
     window_bytes: usize,
-    sender: &mpsc::SyncSender<io::Result<(Vec<u8>, bool)>>,
-    recycled: &mpsc::Receiver<Vec<u8>>,
+    sender: &mpsc::SyncSender<io::Result<(Window, bool)>>,
+    recycled: &mpsc::Receiver<Window>,
 ) {
     let mut stream = match decompressed(reader) {
         Ok(stream) => stream,
@@ -264,32 +277,46 @@ fn read_windows<R: Read>(
     };
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut window = recycled.try_recv().unwrap_or_default();
-        window.clear();
-        window.append(&mut carry);
-        let wanted = window.len() + window_bytes;
-        let eof = match (&mut stream).take((wanted - window.len()) as u64).read_to_end(&mut window) {
-            Ok(_) => window.len() < wanted,
-            Err(error) => {
-                let _ = sender.send(Err(error));
-                return;
+        let mut window = recycled.try_recv().unwrap_or(Window { buffer: Vec::new(), filled: 0 });
+        let wanted = carry.len() + window_bytes;
+        if window.buffer.len() < wanted {
+            // Headroom for the partial line carried in front next time, so a
+            // reused window is not grown (and its pages touched anew) again.
+            window.buffer.resize(wanted + window_bytes / 4, 0);
+        }
+        window.buffer[..carry.len()].copy_from_slice(&carry);
+        window.filled = carry.len();
+        carry.clear();
+        let mut eof = false;
+        while window.filled < wanted {
+            match stream.read(&mut window.buffer[window.filled..wanted]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(count) => window.filled += count,
+                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+                Err(error) => {
+                    let _ = sender.send(Err(error));
+                    return;
+                }
             }
-        };
+        }
         if eof {
             let _ = sender.send(Ok((window, true)));
             return;
         }
-        match complete_prefix(&window) {
+        match complete_prefix(window.text()) {
             Some(cut) => {
-                carry.extend_from_slice(&window[cut..]);
-                window.truncate(cut);
+                carry.extend_from_slice(&window.buffer[cut..window.filled]);
+                window.filled = cut;
                 // A closed channel means the consumer stopped on an error.
                 if sender.send(Ok((window, false))).is_err() {
                     return;
                 }
             }
-            // Not one complete line yet: read on into the same window.
-            None => carry = window,
+            // Not one complete line yet: read on, with this text in front.
+            None => carry.extend_from_slice(window.text()),
         }
     }
 }
@@ -327,6 +354,7 @@ impl WindowState<'_> {
             .collect();
         // Phase 2: register definitions in file order.
         let mut starts = Vec::with_capacity(chunks.len());
+        let mut counts = Vec::with_capacity(chunks.len());
         let mut outcomes: Vec<Vec<(u64, Result<(), String>)>> = Vec::with_capacity(chunks.len());
         let mut next_line = first_line;
         for (count, definitions) in scans {
@@ -338,6 +366,7 @@ impl WindowState<'_> {
                 chunk_outcomes.push((line, outcome));
             }
             outcomes.push(chunk_outcomes);
+            counts.push(count);
             next_line += count;
         }
         // Phase 3: decode against the registry, and map, in parallel.
@@ -347,8 +376,9 @@ impl WindowState<'_> {
             .par_iter()
             .zip(starts.par_iter())
             .zip(outcomes.par_iter())
-            .map_with(self.interner.clone(), |interner, ((chunk, start), definitions)| {
-                let batch = decode_chunk(chunk, *start, definitions, registry, interner, fast)?;
+            .zip(counts.par_iter())
+            .map_with(self.interner.clone(), |interner, (((chunk, start), definitions), lines)| {
+                let batch = decode_chunk(chunk, (*start, *lines), definitions, registry, interner, fast)?;
                 let counts = BatchCounts {
                     records: batch.records.len() as u64,
                     compact_records: batch.compact_records,
@@ -407,15 +437,21 @@ fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, Definiti
     (count, definitions)
 }
 
+/// Decodes the `lines` lines of `chunk`, the first of which is line `start`.
 fn decode_chunk(
     chunk: &[u8],
-    start: u64,
+    (start, lines): (u64, u64),
     definitions: &[(u64, Result<(), String>)],
     registry: &Registry,
     interner: &mut Interner,
     fast: bool,
 ) -> Result<RecordBatch, (u64, LineError)> {
-    let mut batch = RecordBatch::default();
+    let capacity = usize::try_from(lines).unwrap_or(0);
+    let mut batch = RecordBatch {
+        lines: Vec::with_capacity(capacity),
+        records: Vec::with_capacity(capacity),
+        ..RecordBatch::default()
+    };
     let mut definitions = definitions.iter().peekable();
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
         if let Some((_, outcome)) = definitions.next_if(|(at, _)| *at == line_number) {

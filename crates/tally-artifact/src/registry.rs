@@ -16,11 +16,22 @@ const RECENT: usize = 8;
 pub(crate) struct Interner {
     recent: Vec<Arc<CorrelationContext>>,
     pool: Arc<Mutex<HashSet<Arc<CorrelationContext>>>>,
+    /// The JSON text of the last few embedded contexts the fast path
+    /// decoded, most recent first, with their values: a line carrying the
+    /// same bytes needs no second parse.
+    pub(crate) raw_contexts: Vec<(Vec<u8>, Arc<CorrelationContext>)>,
+    /// Room for a line with that context cut out.
+    pub(crate) scratch: Vec<u8>,
 }
 
 impl Clone for Interner {
     fn clone(&self) -> Self {
-        Self { recent: Vec::new(), pool: Arc::clone(&self.pool) }
+        Self {
+            recent: Vec::new(),
+            pool: Arc::clone(&self.pool),
+            raw_contexts: Vec::new(),
+            scratch: Vec::new(),
+        }
     }
 }
 

@@ -357,3 +357,58 @@ fn escaped_definitions_are_found_in_parallel() {
     .expect("the escaped definition is a definition");
     assert_eq!((count, stats.definitions, stats.compact_records), (1000, 1, 500));
 }
+
+#[test]
+fn transport_shaped_legacy_records_are_not_written() {
+    // parse_inference_record keeps this as a v1 record, but as a line it
+    // would read back as a transport row; stormlog's encoder refuses it too.
+    let record = tally_core::parse_inference_record(json!({"event_type": "infer.x", "context_id": "c1"}))
+        .expect("a v1 record");
+    for form in [Form::Embedded, Form::Compact] {
+        let error = encode_artifact(std::slice::from_ref(&record), form).expect_err("refused");
+        assert!(error.to_string().contains("embedded semantic records only"), "{error}");
+    }
+}
+
+#[test]
+fn repeated_context_text_is_decoded_like_any_other() {
+    // The fast path skips re-parsing a context whose text it has seen; a
+    // nested member with the same text, a differing context, or a second
+    // `context` key must still decode exactly as the exact path says.
+    let known = to_python_json(&context(), Separators::DEFAULT);
+    let mut other = context();
+    other["host"] = json!("h");
+    let other = to_python_json(&other, Separators::DEFAULT);
+    let base = to_python_json(&iteration("a"), Separators::DEFAULT);
+    let body = base.split_once(", \"event_id\"").map(|(_, rest)| rest).expect("event_id follows context");
+    let lines = [
+        base.clone(),
+        format!("{{\"metadata\": {{\"context\": {known}}}, \"context\": {other}, \"event_id\"{body}"),
+        format!("{{\"context\": {known}, \"context\": {other}, \"event_id\"{body}"),
+        format!("{{\"context\": {other}, \"context\": {known}, \"event_id\"{body}"),
+        format!("{{\"context\":{known} , \"event_id\"{body}"),
+        format!("{{\"context\": {known}, \"event_id\"{}", body.replace("\"start_ns\": 1", "\"start_ns\": -1")),
+        base,
+    ];
+    let decode = |mut decoder: RecordDecoder| -> Vec<Result<Option<String>, String>> {
+        lines
+            .iter()
+            .enumerate()
+            .map(|(index, line)| {
+                decoder
+                    .decode_line(line.as_bytes(), index as u64 + 1)
+                    .map(|record| {
+                        record.map(|r| to_python_json(&Value::Object(r.to_record()), Separators::DEFAULT))
+                    })
+                    .map_err(|error| error.to_string())
+            })
+            .collect()
+    };
+    let fast = decode(RecordDecoder::new("t"));
+    assert_eq!(fast, decode(RecordDecoder::new("t").exact_only()));
+    // Line 2 keeps the nested copy in its metadata and takes the other context.
+    let second = fast[1].clone().expect("valid").expect("a record");
+    assert!(second.contains("\"metadata\": {\"context\": {"), "{second}");
+    assert!(second.contains("\"host\": \"h\""), "{second}");
+    assert!(fast[5].is_err());
+}

@@ -237,6 +237,9 @@ proptest! {
             record.insert("schema_version".into(), json!(4));
             record.insert("context_id".into(), json!("c1"));
         }
+        // The unmutated line first: it primes the decoders' caches (interned
+        // contexts, remembered context text) that the mutated line may hit.
+        lines.push(line_of(&record, &[]));
         let mut duplicates = Vec::new();
         for mutation in &mutations {
             apply(&mut record, mutation, &mut duplicates);

@@ -37,10 +37,32 @@ fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Gen
     Ok((path, made))
 }
 
+/// The release build of tally-artifact's `read_artifact` example, which
+/// holds every record in memory and prints `records decoded_bytes`.
+fn read_all_bin() -> anyhow::Result<PathBuf> {
+    let root = crate::workspace_root();
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    crate::python::status(
+        Command::new(cargo).current_dir(&root).args([
+            "build",
+            "--release",
+            "--quiet",
+            "-p",
+            "tally-artifact",
+            "--example",
+            "read_artifact",
+        ]),
+        "cargo build --release --example read_artifact",
+    )?;
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    Ok(target.join("release/examples/read_artifact"))
+}
+
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
     let tally = ctx.tally_bin()?;
+    let read_all = read_all_bin()?;
     for form in [GenForm::Embedded, GenForm::Compact] {
         let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
         let (path, made) = artifact(ctx.scratch_dir(), &spec)?;
@@ -71,6 +93,28 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
             }
             None => row.note = "stormlog not installed: tally only".into(),
         }
+        ctx.record(row);
+
+        // Memory when every record is kept (`read_artifact`), against the
+        // bytes the decoded records own.
+        let (measure, stdout) = ctx.run_measured_capture(Command::new(&read_all).arg(&path))?;
+        let mut parts = stdout.split_whitespace().map(str::parse::<u64>);
+        let (Some(Ok(records)), Some(Ok(decoded))) = (parts.next(), parts.next()) else {
+            bail!("read_artifact example printed {stdout:?}");
+        };
+        if records != made.records {
+            bail!("read_artifact returned {records} records, expected {}", made.records);
+        }
+        let mut row = Row::new(format!("artifact read_artifact, all kept ({})", form.label()), measure);
+        row.bytes = Some(made.bytes);
+        row.items = Some(records);
+        row.item_unit = "records";
+        let rss = measure.peak_rss_bytes.unwrap_or(0) as f64;
+        row.note = format!(
+            "decoded records own ~{} MB; peak RSS x{:.1} of that",
+            decoded / 1_000_000,
+            rss / decoded.max(1) as f64
+        );
         ctx.record(row);
     }
     Ok(())
