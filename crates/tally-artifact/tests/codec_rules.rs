@@ -387,7 +387,10 @@ fn repeated_context_text_is_decoded_like_any_other() {
         format!("{{\"context\": {known}, \"context\": {other}, \"event_id\"{body}"),
         format!("{{\"context\": {other}, \"context\": {known}, \"event_id\"{body}"),
         format!("{{\"context\":{known} , \"event_id\"{body}"),
-        format!("{{\"context\": {known}, \"event_id\"{}", body.replace("\"start_ns\": 1", "\"start_ns\": -1")),
+        format!(
+            "{{\"context\": {known}, \"event_id\"{}",
+            body.replace("\"start_ns\": 1", "\"start_ns\": -1")
+        ),
         base,
     ];
     let decode = |mut decoder: RecordDecoder| -> Vec<Result<Option<String>, String>> {
