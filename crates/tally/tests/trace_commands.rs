@@ -1,0 +1,95 @@
+//! `tally import`, `tally export` and `tally account` on traces, run as the
+//! built binary.
+
+#![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn tally(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tally")).args(args).output().unwrap()
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tally-trace/tests/fixtures").join(name)
+}
+
+fn text(path: &Path) -> &str {
+    path.to_str().unwrap()
+}
+
+/// `tally account --format json`'s device totals and per-iteration figures.
+fn accounting(inputs: &[&str]) -> (Value, Value) {
+    let mut args = vec!["account", "--format", "json"];
+    args.extend_from_slice(inputs);
+    let output = tally(&args);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    (report["device_totals"].clone(), report["iterations"].clone())
+}
+
+#[test]
+fn an_imported_artifact_accounts_as_the_traces_themselves() {
+    let dir = tempfile::tempdir().unwrap();
+    let ranks = [fixture("kineto/sampled-rank-0.json.gz"), fixture("kineto/sampled-rank-1.json.gz")];
+    for format in ["v2", "v4"] {
+        let artifact = dir.path().join(format!("run-{format}.jsonl"));
+        let output =
+            tally(&["import", text(&ranks[0]), text(&ranks[1]), "-o", text(&artifact), "--format", format]);
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(stderr.contains("1204 GPU events (1204 linked to an iteration)"), "{stderr}");
+        let validate = tally(&["validate", text(&artifact)]);
+        assert!(validate.status.success(), "{}", String::from_utf8_lossy(&validate.stdout));
+        let from_artifact = accounting(&[text(&artifact)]);
+        let from_traces = accounting(&[text(&ranks[0]), text(&ranks[1])]);
+        assert_eq!(from_artifact, from_traces, "{format}");
+        let totals = from_traces.0.as_array().unwrap();
+        assert_eq!(totals.len(), 2, "one device clock per rank");
+        let busy: Vec<u64> = totals.iter().map(|row| row["busy_ns"].as_u64().unwrap()).collect();
+        // The ranks' union of kernels, copies and sets, as HTA also merges them.
+        let mut busy_sorted = busy.clone();
+        busy_sorted.sort_unstable();
+        assert_eq!(busy_sorted, vec![547_656_000, 580_050_000]);
+        assert_eq!(from_traces.1.as_array().unwrap().len(), 4, "two ProfilerSteps per rank");
+    }
+}
+
+#[test]
+fn export_writes_a_timeline_of_a_trace_or_an_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = fixture("nsys/full.sqlite");
+    let timeline = dir.path().join("timeline.json");
+    let output = tally(&["export", text(&trace), "-o", text(&timeline)]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(&timeline).unwrap()).unwrap();
+    let slices =
+        document["traceEvents"].as_array().unwrap().iter().filter(|event| event["ph"] == "X").count();
+    assert!(slices > 0);
+    let artifact = dir.path().join("run.jsonl");
+    assert!(tally(&["import", text(&trace), "-o", text(&artifact)]).status.success());
+    let again = dir.path().join("again.json");
+    assert!(tally(&["export", text(&artifact), "-o", text(&again)]).status.success());
+    let document: Value = serde_json::from_str(&std::fs::read_to_string(&again).unwrap()).unwrap();
+    let slices_again =
+        document["traceEvents"].as_array().unwrap().iter().filter(|event| event["ph"] == "X").count();
+    assert_eq!(slices, slices_again);
+}
+
+#[test]
+fn a_broken_trace_fails_with_its_name_and_leaves_no_artifact() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1"#).unwrap();
+    let artifact = dir.path().join("out.jsonl");
+    let output = tally(&["import", text(&broken), "-o", text(&artifact)]);
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("broken.json") && stderr.contains("truncated"), "{stderr}");
+    assert!(!artifact.exists());
+    let pattern = tally(&["import", text(&broken), "-o", text(&artifact), "--iteration-pattern", "("]);
+    assert!(!pattern.status.success());
+    assert!(String::from_utf8_lossy(&pattern.stderr).contains("--iteration-pattern"));
+}
