@@ -9,4 +9,7 @@ pub use tally_core as core;
 pub use tally_cuda as cuda;
 pub use tally_gpu_time as gpu_time;
 pub use tally_resolve as resolve;
+/// The libtorch adapter (feature `torch`, off by default: it links libtorch).
+#[cfg(feature = "torch")]
+pub use tally_torch as torch;
 pub use tally_trace as trace;

@@ -38,7 +38,7 @@ enum Command {
     Import(cmd::import::Args),
     /// Write a Chrome-trace JSON timeline (Perfetto) of an artifact or trace.
     Export(cmd::export::Args),
-    /// Run a model (.onnx) on synthetic inputs through the resource profiler
+    /// Run a model (.onnx, TorchScript .pt) on synthetic inputs through the resource profiler
     /// and print its profile: latency, throughput, memory, model footprint.
     Profile(cmd::profile::Args),
     /// Show the CUDA driver and its devices (name, UUID, memory), or why

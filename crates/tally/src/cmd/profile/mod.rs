@@ -4,13 +4,18 @@
 //! loadable with `vertebrae.profiling.resource_profile_from_dict`).
 //!
 //! The model kind is chosen by extension: `.onnx` runs on ONNX Runtime
-//! (feature `onnx`).
+//! (feature `onnx`), `.pt` (TorchScript) on libtorch (feature `torch`).
 
 #[cfg(feature = "onnx")]
 mod onnx;
 // Used by the model kinds, each behind its feature.
-#[cfg_attr(not(feature = "onnx"), allow(dead_code, reason = "no model kind is compiled in"))]
+#[cfg_attr(
+    not(any(feature = "onnx", feature = "torch")),
+    allow(dead_code, reason = "no model kind is compiled in")
+)]
 mod report;
+#[cfg(feature = "torch")]
+mod torch;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -22,7 +27,7 @@ use super::account::Layout;
 /// Arguments of `tally profile`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The model: `.onnx`.
+    /// The model: `.onnx`, or TorchScript `.pt`.
     pub model: PathBuf,
     /// Size of a dynamic input dimension, by its symbolic name, or by
     /// `INPUT[INDEX]` for an unnamed one (repeatable).
@@ -48,9 +53,32 @@ pub struct Args {
     /// Threads per operator (default: the runtime's choice).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub threads: Option<u64>,
+    /// TorchScript: the shape of a `forward` input, e.g. `8,3,224,224`
+    /// (repeatable, one per input, in order); the first size is the batch.
+    #[arg(long = "input-shape", value_name = "DIMS", value_parser = parse_shape)]
+    pub input_shapes: Vec<InputShape>,
+    /// TorchScript: the device to load and run on: `cpu`, `cuda`, `cuda:N`
+    /// or `mps`.
+    #[arg(long, default_value = "cpu")]
+    pub device: String,
     /// Also write the inputs and the last call's outputs to DIR/io.json.
     #[arg(long, value_name = "DIR")]
     pub dump_outputs: Option<PathBuf>,
+}
+
+/// The sizes of one input, each at least 1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputShape(pub Vec<i64>);
+
+fn parse_shape(text: &str) -> Result<InputShape, String> {
+    let sizes = text
+        .split(',')
+        .map(|size| match size.trim().parse::<i64>() {
+            Ok(size) if size >= 1 => Ok(size),
+            _ => Err(format!("'{size}' in '{text}' is not a size of at least 1")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(InputShape(sizes))
 }
 
 fn parse_dim(text: &str) -> Result<(String, u64), String> {
@@ -71,7 +99,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         args.model.extension().and_then(|extension| extension.to_str()).map(str::to_ascii_lowercase);
     match extension.as_deref() {
         Some("onnx") => run_onnx(args),
-        _ => bail!("{}: unknown model type; tally profile reads .onnx models", args.model.display()),
+        Some("pt") => run_torch(args),
+        _ => bail!(
+            "{}: unknown model type; tally profile reads .onnx and TorchScript .pt models",
+            args.model.display()
+        ),
     }
 }
 
@@ -83,6 +115,21 @@ fn run_onnx(args: &Args) -> anyhow::Result<ExitCode> {
 #[cfg(not(feature = "onnx"))]
 fn run_onnx(args: &Args) -> anyhow::Result<ExitCode> {
     bail!("{}: this tally was built without ONNX support (cargo feature `onnx`)", args.model.display())
+}
+
+#[cfg(feature = "torch")]
+fn run_torch(args: &Args) -> anyhow::Result<ExitCode> {
+    torch::run(args)
+}
+
+#[cfg(not(feature = "torch"))]
+fn run_torch(args: &Args) -> anyhow::Result<ExitCode> {
+    bail!(
+        "{}: this tally was built without libtorch support; rebuild with the `torch` feature \
+         (`cargo build --release -p tally --features torch`, with torch==2.13.0 installed for the \
+         `python` first on PATH; see crates/tally-torch)",
+        args.model.display()
+    )
 }
 
 #[cfg(test)]
@@ -98,5 +145,15 @@ mod tests {
         assert!(parse_dim("=3").is_err());
         assert!(parse_dim("seq=-1").is_err());
         assert!(parse_dim("seq=0").is_err());
+    }
+
+    #[test]
+    fn input_shapes_are_comma_separated_positive_sizes() {
+        assert_eq!(parse_shape("8,3,224,224"), Ok(InputShape(vec![8, 3, 224, 224])));
+        assert_eq!(parse_shape(" 2 , 4"), Ok(InputShape(vec![2, 4])));
+        assert!(parse_shape("8,0").is_err());
+        assert!(parse_shape("8,,3").is_err());
+        assert!(parse_shape("-1").is_err());
+        assert!(parse_shape("").is_err());
     }
 }
