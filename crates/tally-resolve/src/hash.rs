@@ -6,13 +6,22 @@
 //! being read, not from an adversary who could force collisions, so
 //! denial-of-service resistance buys nothing here.
 
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-/// The multiplier of rustc's FxHash.
-const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+/// Odd constants from the golden ratio and from PCG, as in foldhash.
+const MULTIPLIER: u64 = 0x9e37_79b9_7f4a_7c15;
+const FINISH: u64 = 0x5851_f42d_4c95_7f2d;
 
-/// FxHash over 8-byte words, with a final avalanche so that the high bits
-/// hashbrown uses for its control bytes depend on every input bit.
+/// The high and low halves of the 128-bit product, folded together: every
+/// input bit reaches every output bit in one step.
+#[inline]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// One folded multiplication per 8-byte word (the mixing step of foldhash
+/// and aHash's fallback), and one more to finish.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct FastHasher {
     hash: u64,
@@ -21,7 +30,7 @@ pub struct FastHasher {
 impl FastHasher {
     #[inline]
     fn add(&mut self, word: u64) {
-        self.hash = (self.hash.rotate_left(5) ^ word).wrapping_mul(SEED);
+        self.hash = folded_multiply(self.hash ^ word, MULTIPLIER);
     }
 }
 
@@ -64,13 +73,7 @@ impl Hasher for FastHasher {
 
     #[inline]
     fn finish(&self) -> u64 {
-        // murmur3's fmix64.
-        let mut hash = self.hash;
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xff51_afd7_ed55_8ccd);
-        hash ^= hash >> 33;
-        hash = hash.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-        hash ^ (hash >> 33)
+        folded_multiply(self.hash, FINISH)
     }
 }
 
@@ -82,3 +85,90 @@ pub type FastHashMap<K, V> = std::collections::HashMap<K, V, FastBuildHasher>;
 
 /// A `HashSet` with [`FastHasher`].
 pub type FastHashSet<K> = std::collections::HashSet<K, FastBuildHasher>;
+
+/// The hash of `key` with [`FastHasher`].
+#[inline]
+pub(crate) fn prehash<K: Hash + ?Sized>(key: &K) -> u64 {
+    FastBuildHasher::default().hash_one(key)
+}
+
+/// Mixes a small number into a hash (a namespace into an ID's hash).
+#[inline]
+pub(crate) fn combine(hash: u64, small: u32) -> u64 {
+    folded_multiply(hash ^ u64::from(small), MULTIPLIER)
+}
+
+/// A key with its hash computed beforehand.
+///
+/// Resolution hashes every key in one pass over the events, while their
+/// strings are read anyway; the tables then probe by the stored hash and
+/// read a key's strings only to confirm a match. A probe that had to hash
+/// would read strings scattered over the heap, one cache miss each.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Prehashed<K> {
+    hash: u64,
+    key: K,
+}
+
+impl<K: Hash> Prehashed<K> {
+    /// Hashes `key` now.
+    #[inline]
+    pub(crate) fn new(key: K) -> Self {
+        Self { hash: prehash(&key), key }
+    }
+}
+
+impl<K> Prehashed<K> {
+    /// With a hash computed earlier by [`prehash`] of the same key.
+    #[inline]
+    pub(crate) fn with_hash(hash: u64, key: K) -> Self {
+        Self { hash, key }
+    }
+}
+
+impl<K> Hash for Prehashed<K> {
+    #[inline]
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.hash);
+    }
+}
+
+impl<K: PartialEq> PartialEq for Prehashed<K> {
+    #[inline]
+    fn eq(&self, other: &Self) -> bool {
+        self.hash == other.hash && self.key == other.key
+    }
+}
+
+impl<K: Eq> Eq for Prehashed<K> {}
+
+/// Hands a [`Prehashed`] key's hash through unchanged.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct PassThrough {
+    hash: u64,
+    fallback: FastHasher,
+}
+
+impl Hasher for PassThrough {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        // Only `Prehashed` keys reach this hasher; anything else still
+        // gets a proper hash.
+        self.fallback.write(bytes);
+        self.hash = self.fallback.finish();
+    }
+
+    #[inline]
+    fn write_u64(&mut self, value: u64) {
+        self.hash = value;
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        self.hash
+    }
+}
+
+/// A map from [`Prehashed`] keys.
+pub(crate) type PrehashedMap<K, V> =
+    std::collections::HashMap<Prehashed<K>, V, BuildHasherDefault<PassThrough>>;
