@@ -41,7 +41,7 @@ fn main() {
     println!("cargo:rustc-link-arg=-Wl,-rpath,{lib}");
     // rustc links with --as-needed; libtorch.so is only a set of NEEDED
     // entries (torch_cpu, torch_cuda), so keep it or CUDA is never registered.
-    if cfg!(not(target_os = "macos")) {
+    if env::var("CARGO_CFG_TARGET_OS").as_deref() != Ok("macos") {
         println!("cargo:rustc-link-arg=-Wl,--no-as-needed,-ltorch,--as-needed");
     }
     // The umbrella crate reads this as DEP_TALLY_TORCH_LIBTORCH_LIB to give

@@ -15,6 +15,8 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
+mod torch;
+
 /// What one check found.
 #[derive(Debug)]
 pub(crate) enum Outcome {
@@ -34,7 +36,7 @@ pub(crate) struct Check {
 }
 
 /// Every check, in the order run.
-const CHECKS: &[Check] = &[Check { name: "cuda", run: cuda }];
+const CHECKS: &[Check] = &[Check { name: "cuda", run: cuda }, Check { name: "torch", run: torch::check }];
 
 /// How long one check's program may run once built (the issue asks for
 /// under five minutes).
@@ -92,8 +94,21 @@ fn cuda(root: &Path) -> anyhow::Result<Outcome> {
 
 /// Builds an example in release mode and returns its executable.
 fn build_example(root: &Path, package: &str, example: &str) -> anyhow::Result<PathBuf> {
+    build_example_with(root, package, example, |_| {})
+}
+
+/// [`build_example`] with the cargo command adjusted first (e.g. its
+/// environment).
+fn build_example_with(
+    root: &Path,
+    package: &str,
+    example: &str,
+    configure: impl FnOnce(&mut Command),
+) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let output = Command::new(cargo)
+    let mut command = Command::new(cargo);
+    configure(&mut command);
+    let output = command
         .current_dir(root)
         .args(["build", "--release", "--package", package, "--example", example])
         .args(["--message-format", "json-render-diagnostics"])

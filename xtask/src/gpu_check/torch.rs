@@ -1,0 +1,62 @@
+//! The `torch` check: tally-torch's check program
+//! (crates/tally-torch/examples/gpu_check.rs): adapter metadata and
+//! synchronization on cuda:0, the caching-allocator window (baseline, peaks,
+//! reset), a profiled TorchScript module against its CPU output,
+//! `profile_torchscript` on CUDA, device change and two-device models (with
+//! two GPUs), and an out-of-range device index.
+//!
+//! Building tally-torch needs libtorch 2.13.0 from a Python install of
+//! torch==2.13.0 (see crates/tally-torch): the first of TALLY_PYTHON,
+//! `.venv/bin/python` (made by `cargo xtask test`) and `python3` that has it
+//! is put first on PATH for the build.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::{Outcome, PROGRAM_TIMEOUT, build_example_with, run_with_timeout};
+
+const TORCH_VERSION: &str = "2.13.0";
+
+pub(super) fn check(root: &Path) -> anyhow::Result<Outcome> {
+    if !Path::new("/dev/nvidiactl").exists() {
+        return Ok(Outcome::Skipped("no NVIDIA device (/dev/nvidiactl is absent); nothing built".to_owned()));
+    }
+    let Some(python) = torch_python(root) else {
+        return Ok(Outcome::Skipped(format!(
+            "no python with torch=={TORCH_VERSION} (TALLY_PYTHON, .venv, python3) to build libtorch code against; \
+             run `cargo xtask python` first"
+        )));
+    };
+    let mut path = OsString::new();
+    if let Some(bin) = python.parent().filter(|bin| !bin.as_os_str().is_empty()) {
+        path.push(bin);
+        path.push(":");
+    }
+    path.push(std::env::var_os("PATH").unwrap_or_default());
+    let program = build_example_with(root, "tally-torch", "gpu_check", |command| {
+        command.env("PATH", &path);
+    })?;
+    let (success, output) = run_with_timeout(Command::new(&program).current_dir(root), PROGRAM_TIMEOUT)?;
+    print!("{output}");
+    let skipped = output.lines().find_map(|line| line.strip_prefix("skipped: "));
+    Ok(match (success, skipped) {
+        (true, Some(why)) => Outcome::Skipped(why.to_owned()),
+        (true, None) => Outcome::Passed,
+        (false, _) => Outcome::Failed("a row of the table above failed".to_owned()),
+    })
+}
+
+/// The first interpreter that imports torch of the version tch 0.26 wants.
+fn torch_python(root: &Path) -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> =
+        std::env::var_os("TALLY_PYTHON").map(PathBuf::from).into_iter().collect();
+    candidates.push(root.join(".venv/bin/python"));
+    candidates.push(PathBuf::from("python3"));
+    let probe = format!(
+        "import sys, torch; sys.exit(0 if torch.__version__.split('+')[0] == '{TORCH_VERSION}' else 1)"
+    );
+    candidates.into_iter().find(|python| {
+        Command::new(python).args(["-c", &probe]).output().is_ok_and(|output| output.status.success())
+    })
+}
