@@ -140,60 +140,53 @@ impl SpanList {
     }
 }
 
-/// Runtime calls by correlation ID. A Kineto trace's GPU events do not say
-/// which process launched them, so an ID that two processes used links
-/// nowhere; Nsight's rows name their process, so the key includes it.
-enum LaunchIndex {
-    ByCorrelation(HashMap<u64, u32>),
-    ByProcess(HashMap<(u64, u64), u32>),
+/// Runtime calls by correlation ID, as their indices sorted by key. A Kineto
+/// trace's GPU events do not say which process launched them, so an ID that
+/// runtime calls of two processes used links nowhere; Nsight's rows name
+/// their process, so there the key includes it. A sorted index takes four
+/// bytes a call, a fraction of a hash map's.
+struct LaunchIndex {
+    order: Vec<u32>,
+    per_process: bool,
 }
-
-const SEVERAL_PROCESSES: u32 = u32::MAX;
 
 impl LaunchIndex {
     fn new(collected: &Collected) -> Self {
         let per_process = collected.gpu.iter().any(|row| row.pid != NONE_U64);
-        if per_process {
-            let mut map = HashMap::with_capacity(collected.runtime.len());
-            for (index, row) in collected.runtime.iter().enumerate() {
-                if row.correlation != 0 {
-                    // Later calls win, as in stormlog's dict.
-                    map.insert((row.pid, row.correlation), index as u32);
-                }
-            }
-            return LaunchIndex::ByProcess(map);
-        }
-        let mut map: HashMap<u64, u32> = HashMap::with_capacity(collected.runtime.len());
-        for (index, row) in collected.runtime.iter().enumerate() {
-            if row.correlation == 0 {
-                continue;
-            }
-            map.entry(row.correlation)
-                .and_modify(|slot| {
-                    if *slot != SEVERAL_PROCESSES {
-                        let same_process = collected.runtime[*slot as usize].pid == row.pid;
-                        *slot = if same_process { index as u32 } else { SEVERAL_PROCESSES };
-                    }
-                })
-                .or_insert(index as u32);
-        }
-        LaunchIndex::ByCorrelation(map)
+        let runtime = &collected.runtime;
+        let mut order: Vec<u32> =
+            (0..runtime.len() as u32).filter(|&index| runtime[index as usize].correlation != 0).collect();
+        let key = |index: u32| {
+            let row = &runtime[index as usize];
+            (if per_process { row.pid } else { 0 }, row.correlation, index)
+        };
+        order.sort_unstable_by_key(|&index| key(index));
+        Self { order, per_process }
     }
 
     /// The runtime call that launched `row`: `Ok(index)`, or why none.
-    fn launch(&self, row: &GpuRow) -> Result<u32, Unlinked> {
+    fn launch(&self, collected: &Collected, row: &GpuRow) -> Result<u32, Unlinked> {
         if row.correlation == 0 {
             return Err(Unlinked::NoLaunch);
         }
-        let found = match self {
-            LaunchIndex::ByCorrelation(map) => map.get(&row.correlation),
-            LaunchIndex::ByProcess(map) => map.get(&(row.pid, row.correlation)),
+        let runtime = &collected.runtime;
+        let process = if self.per_process { row.pid } else { 0 };
+        let key = |index: u32| {
+            let call = &runtime[index as usize];
+            (if self.per_process { call.pid } else { 0 }, call.correlation)
         };
-        match found {
-            None => Err(Unlinked::NoLaunch),
-            Some(&SEVERAL_PROCESSES) => Err(Unlinked::AmbiguousLaunch),
-            Some(&index) => Ok(index),
+        let first = self.order.partition_point(|&index| key(index) < (process, row.correlation));
+        let last = self.order.partition_point(|&index| key(index) <= (process, row.correlation));
+        let calls = &self.order[first..last];
+        // Later calls win, as in stormlog's dict.
+        let Some(&chosen) = calls.last() else {
+            return Err(Unlinked::NoLaunch);
+        };
+        let pid = runtime[chosen as usize].pid;
+        if calls.iter().any(|&index| runtime[index as usize].pid != pid) {
+            return Err(Unlinked::AmbiguousLaunch);
         }
+        Ok(chosen)
     }
 }
 
@@ -215,13 +208,90 @@ impl UuidSource {
     }
 }
 
-/// The per-device figures of the summary.
-#[derive(Default)]
+/// What the summary says of a device besides its figures.
 struct DeviceTally {
-    intervals: Vec<(u64, u64)>,
-    record_spans: Vec<(u64, u64)>,
     name: Option<String>,
     uuid: Option<(String, UuidSource)>,
+}
+
+/// A device's busy, launch-span and summed time, in ns.
+#[derive(Debug, Default, Clone, Copy)]
+struct DeviceFigures {
+    busy: u64,
+    launch_span: u64,
+    summed: u64,
+}
+
+/// The union of intervals fed in order of start.
+#[derive(Default)]
+struct Union {
+    total: u64,
+    open: Option<(u64, u64)>,
+}
+
+impl Union {
+    fn add(&mut self, start: u64, end: u64) {
+        match &mut self.open {
+            Some((_, open_end)) if start <= *open_end => *open_end = (*open_end).max(end),
+            _ => {
+                self.close();
+                self.open = Some((start, end));
+            }
+        }
+    }
+
+    fn close(&mut self) -> u64 {
+        if let Some((start, end)) = self.open.take() {
+            self.total += end - start;
+        }
+        self.total
+    }
+}
+
+/// Per device, from the rows sorted by start through an index (four bytes
+/// a row, not a copy of the intervals): the union of the events, and the
+/// union of the events with the spans of multi-event launch records.
+fn device_figures(
+    collected: &Collected,
+    mut group_spans: Vec<((u64, u32), u64, u64)>,
+) -> BTreeMap<(u64, u32), DeviceFigures> {
+    let gpu = &collected.gpu;
+    let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
+    order.sort_unstable_by_key(|&index| {
+        let row = &gpu[index as usize];
+        (row.pid, row.device, row.start)
+    });
+    group_spans.sort_unstable();
+    let mut figures: BTreeMap<(u64, u32), DeviceFigures> = BTreeMap::new();
+    let mut position = 0;
+    let mut spans = group_spans.iter().peekable();
+    while position < order.len() {
+        let first = &gpu[order[position] as usize];
+        let key = (first.pid, first.device);
+        let (mut busy, mut launch_span, mut summed) = (Union::default(), Union::default(), 0u64);
+        while let Some(&index) = order.get(position).filter(|&&index| {
+            let row = &gpu[index as usize];
+            (row.pid, row.device) == key
+        }) {
+            let row = &gpu[index as usize];
+            while let Some(&&(_, start, end)) =
+                spans.peek().filter(|(span_key, start, _)| *span_key == key && *start <= row.start)
+            {
+                launch_span.add(start, end);
+                spans.next();
+            }
+            busy.add(row.start, row.end);
+            launch_span.add(row.start, row.end);
+            summed += row.end - row.start;
+            position += 1;
+        }
+        while let Some(&&(_, start, end)) = spans.peek().filter(|(span_key, _, _)| *span_key == key) {
+            launch_span.add(start, end);
+            spans.next();
+        }
+        figures.insert(key, DeviceFigures { busy: busy.close(), launch_span: launch_span.close(), summed });
+    }
+    figures
 }
 
 /// Capabilities stormlog's trace collector reports.
@@ -406,12 +476,15 @@ impl Builder<'_> {
         let mut unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
         let mut linked_events = 0u64;
         let mut graph_events = 0u64;
+        // Spans of launch records that hold several events, by device: with
+        // the events themselves, they make the summary's launch span.
+        let mut group_spans: Vec<((u64, u32), u64, u64)> = Vec::new();
         let (order, runs) = groups(collected, self.options.detail);
         for &(position, length) in &runs {
             let group = &order[position as usize..(position + length) as usize];
             let members: Vec<GpuRow> = group.iter().map(|&index| collected.gpu[index as usize]).collect();
             let first = members[0];
-            let launch = launches.launch(&first);
+            let launch = launches.launch(collected, &first);
             let link = match launch {
                 Ok(index) => runtime_links[index as usize],
                 Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
@@ -433,19 +506,18 @@ impl Builder<'_> {
                 })
                 .count() as u64;
             let pid = launch_row.map_or(first.pid, |row| row.pid);
-            let (start, end) =
-                self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, &iterations)?;
+            self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, &iterations)?;
             let device_key = (first.pid, first.device);
-            let tally = devices.entry(device_key).or_default();
-            if tally.uuid.is_none() {
-                tally.uuid = self.device_uuid(&first);
-                tally.name = self.device_name(&first);
+            if let std::collections::btree_map::Entry::Vacant(entry) = devices.entry(device_key) {
+                entry.insert(DeviceTally { name: self.device_name(&first), uuid: self.device_uuid(&first) });
             }
-            tally.record_spans.push((start, end));
-            for row in &members {
-                tally.intervals.push((self.absolute(row.start)?, self.absolute(row.end)?));
+            if members.len() > 1 {
+                let start = members.iter().map(|row| row.start).min().unwrap_or(first.start);
+                let end = members.iter().map(|row| row.end).max().unwrap_or(first.end);
+                group_spans.push((device_key, start, end));
             }
         }
+        drop((order, runs));
         let mut runtime_unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
         for (index, row) in collected.runtime.iter().enumerate() {
             let link = runtime_links[index];
@@ -454,9 +526,11 @@ impl Builder<'_> {
             }
             self.emit_runtime(row, link, &iterations)?;
         }
+        let figures = device_figures(collected, group_spans);
         let summary = self.summary(SummaryParts {
             iterations: iterations.len(),
             devices,
+            figures,
             linked_events,
             unresolved,
             runtime_unresolved,
@@ -577,7 +651,7 @@ impl Builder<'_> {
         Ok(Some(EntityRef::from_parts(self.file.producer_id.clone(), id)))
     }
 
-    /// Emits one record for a launch group; returns its absolute span.
+    /// Emits one record for a launch group.
     fn emit_gpu_group(
         &mut self,
         members: &[GpuRow],
@@ -585,7 +659,7 @@ impl Builder<'_> {
         launch_name: Option<u32>,
         pid: u64,
         iterations: &[EntityRef],
-    ) -> Result<(u64, u64), TraceErrorKind> {
+    ) -> Result<(), TraceErrorKind> {
         let first = members[0];
         let start = self.absolute(members.iter().map(|row| row.start).min().unwrap_or(first.start))?;
         let end = self.absolute(members.iter().map(|row| row.end).max().unwrap_or(first.end))?;
@@ -603,12 +677,24 @@ impl Builder<'_> {
         if let Some(reason) = unlinked(link) {
             metadata.insert("unresolved_reason".into(), Value::from(reason.gpu_reason()));
         }
-        let streams: BTreeSet<u64> =
-            members.iter().map(|row| row.stream).filter(|&stream| stream != NONE_U64).collect();
-        if streams.len() > 1 {
-            metadata.insert("streams".into(), Value::from(streams.iter().copied().collect::<Vec<_>>()));
-        }
+        // One event (the common case) has one stream and one graph; a group
+        // names them only when all its events share them.
+        let (mut stream_id, mut graph_id) = (
+            (first.stream != NONE_U64).then_some(first.stream),
+            (first.graph_id != 0).then_some(first.graph_id),
+        );
         if members.len() > 1 {
+            let streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
+            let named: Vec<u64> = streams.iter().copied().filter(|&stream| stream != NONE_U64).collect();
+            if named.len() > 1 {
+                metadata.insert("streams".into(), Value::from(named));
+            }
+            if streams.len() > 1 {
+                stream_id = None;
+            }
+            if members.iter().any(|row| row.graph_id != first.graph_id) {
+                graph_id = None;
+            }
             let mut busy: Vec<(u64, u64)> = members.iter().map(|row| (row.start, row.end)).collect();
             let merged = merge(&mut busy);
             let origin = merged[0].0;
@@ -618,12 +704,6 @@ impl Builder<'_> {
             metadata.insert("intervals".into(), Value::Array(intervals));
             metadata.insert("busy_ns".into(), Value::from(busy_ns));
         }
-        let all_streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
-        let graphs: BTreeSet<u64> = members.iter().map(|row| row.graph_id).collect();
-        let single = |set: &BTreeSet<u64>, none: u64| match set.len() {
-            1 => set.first().copied().filter(|&value| value != none),
-            _ => None,
-        };
         let (activity_ref, event_id) = self.next_activity_id()?;
         let body = EventBody::ActivityRef(ActivityRef {
             activity_ref,
@@ -634,13 +714,12 @@ impl Builder<'_> {
             trace_attachment_id: Some(self.file.attachment_id.clone()),
             runtime_correlation_id: None,
             cuda_correlation_id: (first.correlation != 0).then_some(first.correlation),
-            stream_id: single(&all_streams, NONE_U64),
-            graph_id: single(&graphs, 0),
+            stream_id,
+            graph_id,
             span: Span::new(Some(start), Some(end))?,
         });
         let event = CorrelationEvent::new(context, event_id, Metadata::new(metadata), body)?;
-        self.emit(event)?;
-        Ok((start, end))
+        self.emit(event)
     }
 
     fn emit_runtime(
@@ -692,16 +771,15 @@ impl Builder<'_> {
         let processes: BTreeSet<u64> =
             collected.runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)).collect();
         let mut devices = Map::new();
-        for ((pid, device), mut tally) in parts.devices {
+        for ((pid, device), tally) in parts.devices {
             let key = match (ThreadKeys::as_number(pid), device) {
                 (Some(pid), NONE_U32) => format!("{pid}/None"),
                 (Some(pid), device) => format!("{pid}/{device}"),
                 (None, NONE_U32) => "None".to_owned(),
                 (None, device) => device.to_string(),
             };
-            let summed: u64 = tally.intervals.iter().map(|&(start, end)| end - start).sum();
-            let busy: u64 = merge(&mut tally.intervals).iter().map(|&(start, end)| end - start).sum();
-            let spans: u64 = merge(&mut tally.record_spans).iter().map(|&(start, end)| end - start).sum();
+            let DeviceFigures { busy, launch_span: spans, summed } =
+                parts.figures.get(&(pid, device)).copied().unwrap_or_default();
             let (uuid, source) = match tally.uuid {
                 Some((uuid, source)) => (Value::from(uuid), Value::from(source.as_str())),
                 None => (Value::Null, Value::Null),
@@ -764,6 +842,7 @@ impl Builder<'_> {
 struct SummaryParts {
     iterations: usize,
     devices: BTreeMap<(u64, u32), DeviceTally>,
+    figures: BTreeMap<(u64, u32), DeviceFigures>,
     linked_events: u64,
     unresolved: BTreeMap<&'static str, u64>,
     runtime_unresolved: BTreeMap<&'static str, u64>,

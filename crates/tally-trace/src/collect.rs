@@ -6,6 +6,7 @@
 //! take a small fraction of its JSON text.
 
 use std::collections::{BTreeMap, HashMap};
+use std::ops::Index;
 
 /// Sentinel for "not given" in the compact rows.
 pub(crate) const NONE_U64: u64 = u64::MAX;
@@ -100,6 +101,57 @@ pub(crate) struct SpanRow {
     pub(crate) scope: SpanScope,
 }
 
+/// Rows kept in blocks of a fixed size: growing never copies the rows nor
+/// doubles the allocation, so the peak is the rows plus one block, not twice
+/// the rows as a vector's growth would make it.
+#[derive(Debug)]
+pub(crate) struct Rows<T> {
+    blocks: Vec<Vec<T>>,
+    len: usize,
+}
+
+const BLOCK: usize = 1 << 14;
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Self { blocks: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Rows<T> {
+    pub(crate) fn push(&mut self, row: T) {
+        match self.blocks.last_mut() {
+            Some(block) if block.len() < BLOCK => block.push(row),
+            _ => {
+                let mut block = Vec::with_capacity(BLOCK);
+                block.push(row);
+                self.blocks.push(block);
+            }
+        }
+        self.len += 1;
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
+        self.blocks.iter().flatten()
+    }
+}
+
+impl<T> Index<usize> for Rows<T> {
+    type Output = T;
+
+    fn index(&self, index: usize) -> &T {
+        &self.blocks[index / BLOCK][index % BLOCK]
+    }
+}
+
 /// Interned strings: each distinct string is stored once.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
@@ -167,8 +219,8 @@ pub(crate) struct Collected {
     pub(crate) names: Interner,
     pub(crate) strings: Interner,
     pub(crate) threads: ThreadKeys,
-    pub(crate) gpu: Vec<GpuRow>,
-    pub(crate) runtime: Vec<RuntimeRow>,
+    pub(crate) gpu: Rows<GpuRow>,
+    pub(crate) runtime: Rows<RuntimeRow>,
     pub(crate) spans: Vec<SpanRow>,
     /// Events read from the trace, of any kind.
     pub(crate) events_read: u64,

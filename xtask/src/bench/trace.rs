@@ -4,8 +4,8 @@
 //! timestamps, correlation IDs and step numbers. The file is generated event
 //! by event into the scratch folder, never held in memory.
 //!
-//! Rows: the import alone (artifact to standard output, discarded) and the
-//! import into a v4 artifact on disk, both pinned to one core; MB/s of
+//! Rows: the import alone (`--dry-run`: every record built, none written)
+//! and the import into a v4 artifact on disk, both pinned to one core; MB/s of
 //! uncompressed JSON, trace events per second, peak RSS. Where a Python with
 //! Holistic Trace Analysis is found (`TALLY_HTA_PYTHON`, else the reference
 //! Python when it has `hta`), the same run times HTA's trace load and
@@ -180,14 +180,13 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let budget = made.bytes / 5;
     let target = format!("target: >= 200 MB/s on one core, rss < {} MB (a fifth)", budget / 1_000_000);
     let output = ctx.scratch_dir().join("kineto-import.jsonl");
-    let runs = [
-        (format!("trace import (Kineto {megabytes} MB, events only)"), PathBuf::from("-")),
-        (format!("trace import (Kineto {megabytes} MB) -> v4 file"), output.clone()),
+    let runs: [(String, Vec<&std::ffi::OsStr>); 2] = [
+        (format!("trace import (Kineto {megabytes} MB, --dry-run)"), vec!["--dry-run".as_ref()]),
+        (format!("trace import (Kineto {megabytes} MB) -> v4 file"), vec!["-o".as_ref(), output.as_os_str()]),
     ];
     let mut rows = Vec::new();
-    for (name, destination) in runs {
-        let measure =
-            ctx.run_measured(one_core(&tally).arg("import").arg(&path).arg("-o").arg(&destination))?;
+    for (name, arguments) in runs {
+        let measure = ctx.run_measured(one_core(&tally).arg("import").arg(&path).args(arguments))?;
         let mut row = Row::new(name, measure);
         row.bytes = Some(made.bytes);
         row.items = Some(made.events);

@@ -31,8 +31,12 @@ pub struct Args {
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
     /// The artifact to write (`-` for standard output), atomically.
-    #[arg(short, long)]
-    pub output: PathBuf,
+    #[arg(short, long, required_unless_present = "dry_run")]
+    pub output: Option<PathBuf>,
+    /// Read the traces and build every record, write none: check traces and
+    /// print their summary.
+    #[arg(long, conflicts_with = "output")]
+    pub dry_run: bool,
     /// Artifact schema.
     #[arg(long, value_enum, default_value_t = Schema::V4)]
     pub format: Schema,
@@ -47,16 +51,28 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Schema::V2 => Form::Embedded,
         Schema::V4 => Form::Compact,
     };
-    let mut writer = ArtifactWriter::create(&args.output, form)?;
-    let summary = tally_trace::import_traces(&args.traces, &options, &mut |event| {
-        writer.write(&InferenceRecord::Event(event)).map_err(Into::into)
-    })?;
-    writer.finish()?;
     let mut text = String::new();
+    let summary = match &args.output {
+        Some(output) => {
+            let mut writer = ArtifactWriter::create(output, form)?;
+            let summary = tally_trace::import_traces(&args.traces, &options, &mut |event| {
+                writer.write(&InferenceRecord::Event(event)).map_err(Into::into)
+            })?;
+            writer.finish()?;
+            let _ = writeln!(text, "{} records written to {}", summary.events, output.display());
+            summary
+        }
+        None => {
+            let summary = tally_trace::import_traces(&args.traces, &options, &mut |_| Ok(()))?;
+            let _ = writeln!(text, "{} records built (dry run: none written)", summary.events);
+            summary
+        }
+    };
+    let mut traces = String::new();
     for trace in &summary.traces {
-        describe(&mut text, trace);
+        describe(&mut traces, trace);
     }
-    let _ = writeln!(text, "{} records written to {}", summary.events, args.output.display());
+    text.insert_str(0, &traces);
     eprint!("{text}");
     Ok(ExitCode::SUCCESS)
 }
