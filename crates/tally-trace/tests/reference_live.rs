@@ -74,6 +74,7 @@ fn stormlogs_importer_writes_the_same_gpu_records() {
         ("kineto/rocm-mi250-train.json.gz", 2),
         ("kineto/triton-single-kernel.json.gz", 0),
     ];
+    let no_iterations = Regex::new("^$").unwrap();
     for (name, device) in traces {
         let path = fixture(name);
         let uuid = "GPU-00000000-1111-2222-3333-444444444444";
@@ -82,7 +83,7 @@ fn stormlogs_importer_writes_the_same_gpu_records() {
         options.device_uuids = DeviceUuids::parse(&[format!("{device}={uuid}")]).unwrap();
         // stormlog links only through its own ranges: ask tally for no
         // ProfilerStep iterations, so both leave the same launches unlinked.
-        options.iteration_pattern = Regex::new("^$").unwrap();
+        options.iteration_pattern = no_iterations.clone();
         let (events, _) = import_traces_to_vec(std::slice::from_ref(&path), &options).unwrap();
         let ours: Vec<Value> = events
             .iter()
