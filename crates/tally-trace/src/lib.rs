@@ -43,6 +43,32 @@
 //!   (`tally.trace.<attachment>`), so the ProfilerStep iterations of two
 //!   ranks never collide, and each has its own device clocks.
 //!
+//! # Measured against the references
+//!
+//! - **stormlog** (`tests/reference_live.rs`, run when `TALLY_PYTHON` has
+//!   it): on the same traces, with the same `--device-uuid` and no
+//!   ProfilerStep linking, tally writes the same GPU records (IDs, kinds,
+//!   correlation, streams, graph, launch metadata, clock domain, process,
+//!   rank). Spans differ: stormlog computes `round(ts_us * 1000)` in float64,
+//!   and at 16-digit microsecond stamps (1.7e18 ns, where doubles are 256 ns
+//!   apart) that moves 97% of span ends on the HTA traces by up to 128 ns,
+//!   even where the JSON has whole microseconds. stormlog also matches
+//!   categories as written, so it imports nothing from traces of PyTorch
+//!   before 1.9 (`Kernel`, `Memcpy`, `Runtime`); tally matches any case.
+//! - **HTA** 0.5.0 (`tests/fixtures/kineto/hta_golden.py`): its merge of
+//!   overlapping kernels, copies and sets equals tally's per-device busy time
+//!   exactly on traces with whole-microsecond timestamps. On traces with
+//!   fractional ones HTA rounds each event inward (start up, `ts + dur` in
+//!   float64 down, to whole microseconds) before merging: nccl-distributed
+//!   154,038 µs against tally's 157,500.014 µs; ns-resolution 467,886 µs
+//!   against 472,454.441 µs; doing that rounding to the raw events
+//!   reproduces HTA's figures exactly. HTA's temporal breakdown also sums the
+//!   merged intervals as `end.sum() - ts.sum()` in float64, which on
+//!   sampled-rank-0 gives 547,584 µs for a union of 547,656 µs, and wraps to
+//!   about 1.8e19 on ns-resolution-rank-0. HTA's own GPU selection
+//!   (`stream != -1`) also takes in `cuda_sync` events and CPU events that
+//!   carry a stream; tally counts kernels, copies and sets only.
+//!
 //! ```no_run
 //! use tally_trace::{ImportOptions, import_traces_to_vec};
 //! let options = ImportOptions::new("run-1".try_into()?, "session-1".try_into()?);
