@@ -89,6 +89,10 @@ fn a_broken_trace_fails_with_its_name_and_leaves_no_artifact() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("broken.json") && stderr.contains("truncated"), "{stderr}");
     assert!(!artifact.exists());
+    let dry = tally(&["import", "--dry-run", text(&fixture("kineto/rocm-mi250-train.json.gz"))]);
+    assert!(dry.status.success());
+    assert!(String::from_utf8_lossy(&dry.stderr).contains("(dry run: none written)"));
+    assert!(dry.stdout.is_empty());
     let pattern = tally(&["import", text(&broken), "-o", text(&artifact), "--iteration-pattern", "("]);
     assert!(!pattern.status.success());
     assert!(String::from_utf8_lossy(&pattern.stderr).contains("--iteration-pattern"));
