@@ -1,6 +1,9 @@
 //! The request `tally aggregate --request FILE` reads: worker profiles and
 //! the keyword arguments of the aggregation, as one JSON object.
 
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use tally_core::profile::ResourceProfile;
 use tally_profile::{ArtifactStat, ArtifactStore, EmbeddingMetadata};
@@ -143,7 +146,19 @@ impl AggregateRequest {
     }
 
     /// Reads a request from JSON text.
+    ///
+    /// Large requests (thousands of profiles) are decoded straight into the
+    /// typed profiles; anything that path refuses (an error, but also a
+    /// duplicated key, which Python's `json` resolves to the last value) is
+    /// read again through [`AggregateRequest::from_json_value`], whose
+    /// result and error messages are the reference.
     pub fn from_json_str(text: &str) -> Result<Self, RequestError> {
+        if text.trim_start().starts_with('{')
+            && let Ok(fast) = serde_json::from_str::<FastRequest>(text)
+            && let Ok(request) = fast.into_request()
+        {
+            return Ok(request);
+        }
         let value = serde_json::from_str(text).map_err(|reason| error("request", reason.to_string()))?;
         Self::from_json_value(value)
     }
@@ -177,6 +192,70 @@ impl AggregateRequest {
             &self.merged_embeddings,
             &self.options(store),
         )
+    }
+}
+
+/// The request decoded in one pass, without building a JSON tree of the
+/// profiles first. Accepts a subset of what the `Value` path accepts, with
+/// the same meaning: profiles must be objects, `persisted_storage` a
+/// boolean when present, and a duplicated key is refused (then the `Value`
+/// path decides).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FastRequest {
+    profiles: Vec<(String, ObjectProfile)>,
+    #[serde(default)]
+    all_shard_keys: Option<Vec<String>>,
+    merged_embeddings: Value,
+    #[serde(default)]
+    merged_key: Option<String>,
+    #[serde(default)]
+    merged_stat: Option<Value>,
+    #[serde(default = "enabled")]
+    persisted_storage: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+impl FastRequest {
+    fn into_request(self) -> Result<AggregateRequest, RequestError> {
+        if !self.merged_embeddings.is_object() {
+            return Err(error("merged_embeddings", "must be an object"));
+        }
+        let merged_embeddings = EmbeddingMetadata::from_json(&self.merged_embeddings)
+            .map_err(|reason| error("merged_embeddings", reason.to_string()))?;
+        let merged_stat =
+            self.merged_stat.as_ref().filter(|stat| !stat.is_null()).map(parse_stat).transpose()?;
+        Ok(AggregateRequest {
+            profiles: self.profiles.into_iter().map(|(key, profile)| (key, profile.0)).collect(),
+            all_shard_keys: self.all_shard_keys,
+            merged_embeddings,
+            merged_key: self.merged_key,
+            merged_stat,
+            persisted_storage: self.persisted_storage,
+        })
+    }
+}
+
+/// A profile that must be a JSON object, as `resource_profile_from_dict`
+/// needs (serde's derive would also take an array of the fields).
+struct ObjectProfile(ResourceProfile);
+
+impl<'de> Deserialize<'de> for ObjectProfile {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor;
+        impl<'de> Visitor<'de> for ObjectVisitor {
+            type Value = ResourceProfile;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a resource profile object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ResourceProfile, A::Error> {
+                ResourceProfile::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(ObjectVisitor).map(ObjectProfile)
     }
 }
 

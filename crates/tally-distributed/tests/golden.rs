@@ -257,3 +257,38 @@ fn live_vertebrae_agrees_on_fresh_random_requests() {
     }
     report(&failures);
 }
+
+#[test]
+fn text_requests_load_exactly_like_decoded_json() {
+    let mut checked = 0;
+    for (name, fixture) in fixtures().iter().filter(|(_, fixture)| fixture["kind"] == "aggregate") {
+        let text = fixture["request"].to_string();
+        let from_text = AggregateRequest::from_json_str(&text);
+        let from_value = AggregateRequest::from_json_value(fixture["request"].clone());
+        assert_eq!(from_text, from_value, "{name}");
+        checked += 1;
+    }
+    assert!(checked >= 30);
+    let profile = r#"{"inference": {"status": "not_measured"}, "host_memory": {"status": "disabled"},
+        "device_memory": {"status": "disabled"}, "model": {"status": "unavailable"}}"#;
+    let merged =
+        r#""merged_embeddings": {"shape": [2, 2], "dtype": "float32", "sparse": false, "nnz": null}"#;
+    // A duplicated key takes its last value, as Python's json does.
+    let duplicated = format!(r#"{{"profiles": [], "profiles": [["a", {profile}]], {merged}}}"#);
+    let request = AggregateRequest::from_json_str(&duplicated).expect("the last value wins");
+    assert_eq!(request.profiles.len(), 1);
+    // A profile must be an object, not its fields in a list.
+    let listed = format!(
+        r#"{{"profiles": [["a", ["not_measured", {{"status": "not_measured"}}, {{"status": "disabled"}},
+            {{"status": "disabled"}}, {{"status": "unavailable"}}, null, {{}}, []]]], {merged}}}"#
+    );
+    let error = AggregateRequest::from_json_str(&listed).expect_err("not an object");
+    assert!(error.to_string().contains("must be a JSON object"), "{error}");
+    // `persisted_storage` must be a boolean, not null.
+    let null_flag = format!(r#"{{"profiles": [], {merged}, "persisted_storage": null}}"#);
+    let error = AggregateRequest::from_json_str(&null_flag).expect_err("null is not a boolean");
+    assert_eq!(error.to_string(), "persisted_storage: must be true or false");
+    let unknown = format!(r#"{{"profiles": [], {merged}, "merged_keys": "typo"}}"#);
+    let error = AggregateRequest::from_json_str(&unknown).expect_err("unknown key");
+    assert!(error.to_string().starts_with("merged_keys: unknown key"), "{error}");
+}

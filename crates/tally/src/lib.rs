@@ -7,6 +7,8 @@ pub use tally_core as core;
 /// CUDA evidence (feature `cuda`, on by default).
 #[cfg(feature = "cuda")]
 pub use tally_cuda as cuda;
+/// Aggregation of worker profiles and rank artifacts; MPI with feature `mpi`.
+pub use tally_distributed as distributed;
 pub use tally_gpu_time as gpu_time;
 pub use tally_resolve as resolve;
 /// The libtorch adapter (feature `torch`, off by default: it links libtorch).

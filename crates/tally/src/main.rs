@@ -41,6 +41,9 @@ enum Command {
     /// Run a model (.onnx, TorchScript .pt) on synthetic inputs through the resource profiler
     /// and print its profile: latency, throughput, memory, model footprint.
     Profile(cmd::profile::Args),
+    /// Combine worker-local resource profiles (shards, ranks) into one
+    /// distributed profile, as vertebrae aggregates them.
+    Aggregate(cmd::aggregate::Args),
     /// Show the CUDA driver and its devices (name, UUID, memory), or why
     /// there is no CUDA here; exits 0 either way.
     #[cfg(feature = "cuda")]
@@ -57,6 +60,7 @@ fn main() -> ExitCode {
         Command::Import(args) => cmd::import::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),
+        Command::Aggregate(args) => cmd::aggregate::run(&args),
         #[cfg(feature = "cuda")]
         Command::CudaInfo(args) => cmd::cuda_info::run(&args),
     };

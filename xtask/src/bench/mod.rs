@@ -18,6 +18,7 @@ use anyhow::{Context, bail};
 use crate::workspace_root;
 
 mod artifact;
+mod distributed;
 pub mod generate;
 mod onnx;
 mod profile;
@@ -29,6 +30,7 @@ type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 const BENCHES: &[(&str, BenchFn)] = &[
     ("artifact", artifact::run),
     ("profile", profile::run),
+    ("distributed", distributed::run),
     ("trace", trace::run),
     ("onnx", onnx::run),
 ];

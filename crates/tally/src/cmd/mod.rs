@@ -1,6 +1,7 @@
 //! One module per subcommand, plus what they share.
 
 pub mod account;
+pub mod aggregate;
 pub mod export;
 pub mod import;
 pub mod input;
