@@ -15,7 +15,7 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
-mod torch;
+pub(crate) mod torch;
 
 /// What one check found.
 #[derive(Debug)]

@@ -192,9 +192,16 @@ impl TorchResourceProfileAdapter {
 
     /// vertebrae's `_resolved_devices`: the devices and how they were found.
     pub fn resolved_devices(&mut self) -> Result<(Vec<TorchDevice>, &'static str), TorchError> {
-        let model_devices = match self.model_tensors()? {
-            Some(tensors) => tensors.devices()?,
-            None => Vec::new(),
+        let model_devices = match &self.model {
+            // Every variable is a parameter or a buffer: no need to tell
+            // them apart (this runs twice per measured call).
+            ModelSource::Variables { variables, device } => {
+                ModelTensors::variable_devices(variables, *device)?
+            }
+            _ => match self.model_tensors()? {
+                Some(tensors) => tensors.devices()?,
+                None => Vec::new(),
+            },
         };
         if !model_devices.is_empty() {
             if model_devices.len() > 1 {

@@ -72,6 +72,24 @@ impl ModelTensors {
         Ok(Self { parameters, buffers, device_attribute: Some(device) })
     }
 
+    /// [`ModelTensors::devices`] of a VarStore's variables, without
+    /// building the tensors.
+    pub(crate) fn variable_devices(
+        variables: &Mutex<Variables>,
+        device: Device,
+    ) -> Result<Vec<TorchDevice>, TorchError> {
+        let variables = variables.lock().map_err(|_| TorchError::PoisonedVarStore)?;
+        let mut devices = BTreeSet::new();
+        for tensor in variables.named_variables.values() {
+            let facts = ffi::describe(tensor)?;
+            devices.insert(TorchDevice::from_parts(facts.device_name, facts.device_type, facts.device_index));
+        }
+        if devices.is_empty() {
+            devices.insert(TorchDevice::from(device));
+        }
+        Ok(devices.into_iter().collect())
+    }
+
     /// The parameters and buffers of a TorchScript module.
     pub fn from_module(module: &CModule) -> Result<Self, TorchError> {
         let parameters = module.named_parameters()?.into_iter().map(|(_, tensor)| tensor).collect();

@@ -22,6 +22,7 @@ mod distributed;
 pub mod generate;
 mod onnx;
 mod profile;
+mod torch;
 mod trace;
 
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
@@ -33,6 +34,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("distributed", distributed::run),
     ("trace", trace::run),
     ("onnx", onnx::run),
+    ("torch", torch::run),
 ];
 
 /// What one benchmark measured of one program run.

@@ -47,8 +47,9 @@ pub(super) fn check(root: &Path) -> anyhow::Result<Outcome> {
     })
 }
 
-/// The first interpreter that imports torch of the version tch 0.26 wants.
-fn torch_python(root: &Path) -> Option<PathBuf> {
+/// The first interpreter that imports torch of the version tch 0.26 wants
+/// (also used by `cargo xtask bench torch`).
+pub(crate) fn torch_python(root: &Path) -> Option<PathBuf> {
     let mut candidates: Vec<PathBuf> =
         std::env::var_os("TALLY_PYTHON").map(PathBuf::from).into_iter().collect();
     candidates.push(root.join(".venv/bin/python"));
