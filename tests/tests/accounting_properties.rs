@@ -7,7 +7,7 @@ use tally_core::{EntityRef, InferenceRecord};
 use tally_gpu_time::{
     GpuTime, RequestShareEstimate, RunAccounting, ShareError, account_gpu_time, validate_request_shares,
 };
-use tally_resolve::{CorrelationGraph, resolve_inference_events};
+use tally_resolve::{CorrelationGraph, ResolvedEvidence, resolve_inference_events};
 use tally_tests::runs::{arb_delivery, arb_run, deliver};
 
 fn config() -> ProptestConfig {
@@ -224,5 +224,112 @@ proptest! {
             rejected,
             Err(ShareError::SumMismatch { .. } | ShareError::NegativeRemainder)
         ), "{:?}", rejected);
+    }
+}
+
+/// What any resolved run tells accounting and reports, with its accounting.
+fn evidence_summary(graph: &impl ResolvedEvidence) -> Value {
+    let accounting = account_gpu_time(graph);
+    let unresolved: Vec<Value> = graph
+        .unresolved_references()
+        .map(|u| json!([u.event_id, u.kind.as_str(), entity(u.reference)]))
+        .collect();
+    let memberships: Vec<Value> = graph
+        .membership_facts()
+        .map(|m| json!([entity(m.request_ref), m.attempt_ref.map(entity), entity(m.iteration_ref)]))
+        .collect();
+    let counts = graph.counts();
+    json!({
+        "run_id": graph.run_id(),
+        "counts": [counts.requests, counts.iterations, counts.stages, counts.memberships, counts.activities,
+                   counts.alignments],
+        "unresolved": unresolved,
+        "memberships": memberships,
+        "accounting": summary_of_accounting(&accounting),
+    })
+}
+
+fn summary_of_accounting(accounting: &RunAccounting<'_>) -> Value {
+    let devices: Vec<Value> = accounting
+        .device_totals
+        .iter()
+        .map(|total| {
+            let streams: Vec<Value> =
+                total.detail.streams.iter().map(|s| json!([s.stream_id, time(&s.time)])).collect();
+            json!([
+                total.clock.device_uuid,
+                total.clock.clock_domain,
+                total.clock.clock_kind.as_str(),
+                time(&total.time),
+                total.detail.peak_concurrency,
+                total.detail.envelope,
+                streams
+            ])
+        })
+        .collect();
+    let timings: Vec<Value> = accounting
+        .iterations
+        .iter()
+        .map(|timing| {
+            let rows: Vec<Value> = timing
+                .gpu
+                .iter()
+                .map(|(clock, t)| json!([clock.device_uuid, clock.clock_domain, time(t)]))
+                .collect();
+            json!([entity(timing.iteration_ref), timing.elapsed_ns, rows])
+        })
+        .collect();
+    let refs = |list: &[&EntityRef]| list.iter().map(|r| entity(r)).collect::<Vec<Value>>();
+    json!({"devices": devices, "timings": timings,
+           "unattributed": refs(&accounting.unattributed_activity_refs),
+           "unmeasured": refs(&accounting.unmeasured_gpu_activity_refs)})
+}
+
+/// Changes one event of a run so that it conflicts with another: the same
+/// event ID with other content, or the same entity with other content.
+fn conflicting(records: &[InferenceRecord], pick: usize, same_id: bool) -> Option<InferenceRecord> {
+    let events: Vec<&tally_core::CorrelationEvent> =
+        records.iter().filter_map(InferenceRecord::as_event).collect();
+    let event = events.get(pick % events.len().max(1))?;
+    let mut metadata = event.metadata().as_map().clone();
+    metadata.insert("conflict".into(), json!(true));
+    let id = if same_id {
+        event.event_id().clone()
+    } else {
+        tally_core::NonEmptyString::new("zz-conflict").ok()?
+    };
+    tally_core::CorrelationEvent::new(
+        std::sync::Arc::clone(event.context_arc()),
+        id,
+        tally_core::Metadata::new(metadata),
+        event.body().clone(),
+    )
+    .ok()
+    .map(InferenceRecord::Event)
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    /// The streaming resolver (no events kept) and the borrowing one agree
+    /// on everything they report, and on the first rule a stream breaks.
+    #[test]
+    fn streaming_and_borrowing_resolution_agree(
+        (records, (order, repeats)) in run_with_delivery(),
+        conflict in proptest::option::of((any::<usize>(), any::<bool>(), any::<prop::sample::Index>())),
+    ) {
+        let mut delivered = deliver(&records, &order, &repeats);
+        if let Some((pick, same_id, at)) = conflict
+            && let Some(bad) = conflicting(&records, pick, same_id)
+        {
+            delivered.insert(at.index(delivered.len() + 1), bad);
+        }
+        let borrowed = resolve_inference_events(&delivered);
+        let streamed = tally_resolve::resolve_run(&delivered);
+        match (borrowed, streamed) {
+            (Ok(graph), Ok(run)) => prop_assert_eq!(evidence_summary(&graph), evidence_summary(&run)),
+            (Err(a), Err(b)) => prop_assert_eq!(a, b),
+            (a, b) => prop_assert!(false, "borrowed {:?} but streamed {:?}", a.err(), b.err()),
+        }
     }
 }

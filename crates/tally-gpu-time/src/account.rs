@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 
 use tally_core::{ActivityDomain, ClockKind, CorrelationContext, EntityRef};
-use tally_resolve::{CorrelationGraph, FastHashMap};
+use tally_resolve::{FastHashMap, IterationFacts, ResolvedEvidence};
 
 use crate::union::{IdleGaps, Sweep, UnionSweep, sort_by_start};
 
@@ -189,6 +189,14 @@ struct GroupWork {
     sweep: UnionSweep,
 }
 
+/// The same device clock by the addresses of its strings: a cheap check
+/// that holds for activities sharing a context.
+fn same_strings(a: &DeviceClock<'_>, b: &DeviceClock<'_>) -> bool {
+    std::ptr::eq(a.device_uuid, b.device_uuid)
+        && std::ptr::eq(a.clock_domain, b.clock_domain)
+        && a.clock_kind == b.clock_kind
+}
+
 fn add(time: &mut GpuTime, summed: u128) {
     time.summed_activity_ns += summed;
     time.activity_count += 1;
@@ -203,33 +211,36 @@ fn add(time: &mut GpuTime, summed: u128) {
 /// monotonic or device clock, and both ends; busy in `[start, end)` or in
 /// their `metadata.intervals`. Each run total and each known iteration's
 /// row gets the three figures of [`GpuTime`].
-pub fn account_gpu_time<'a>(graph: &CorrelationGraph<'a>) -> RunAccounting<'a> {
-    let mut devices: Vec<DeviceWork<'a>> = Vec::new();
-    let mut device_index: FastHashMap<DeviceClock<'a>, u32> = FastHashMap::default();
+///
+/// Works on any [`ResolvedEvidence`]: a [`tally_resolve::CorrelationGraph`]
+/// that borrows its events, or a [`tally_resolve::ResolvedRun`] that kept
+/// none.
+pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccounting<'_> {
+    let mut devices: Vec<DeviceWork<'_>> = Vec::new();
+    let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
     let mut groups: Vec<GroupWork> = Vec::new();
     let mut group_index: FastHashMap<(u32, u32), u32> = FastHashMap::default();
     let mut unattributed = Vec::new();
     let mut unmeasured = Vec::new();
-    // Activities of one producer share one context; remember the last
-    // context's device to skip hashing it again.
-    let mut last_context: Option<(&CorrelationContext, u32)> = None;
+    // Activities of one producer share one context, and its strings: remember
+    // the last device clock by address to skip hashing it again.
+    let mut last_clock: Option<(DeviceClock<'_>, u32)> = None;
 
-    for (index, activity) in graph.activities().iter().enumerate() {
-        let body = activity.body;
-        if body.iteration_ref.is_none() {
-            unattributed.push(&body.activity_ref);
+    for activity in graph.activity_facts() {
+        if !activity.attributed {
+            unattributed.extend(activity.reference);
         }
-        if body.activity_domain != ActivityDomain::Gpu {
+        if activity.domain != ActivityDomain::Gpu {
             continue;
         }
-        let context = activity.event.context();
-        let measurable = DeviceClock::of_context(context).zip(activity.event.busy_intervals());
-        let Some((clock, busy)) = measurable else {
-            unmeasured.push(&body.activity_ref);
+        let measurable = activity.device.zip(activity.busy);
+        let Some(((uuid, domain, kind), busy)) = measurable else {
+            unmeasured.extend(activity.reference);
             continue;
         };
-        let device = match last_context {
-            Some((known, device)) if std::ptr::eq(known, context) => device,
+        let clock = DeviceClock::new(uuid, domain, kind);
+        let device = match last_clock {
+            Some((known, device)) if same_strings(&known, &clock) => device,
             _ => {
                 let device = *device_index.entry(clock).or_insert_with(|| {
                     devices.push(DeviceWork {
@@ -243,7 +254,7 @@ pub fn account_gpu_time<'a>(graph: &CorrelationGraph<'a>) -> RunAccounting<'a> {
                     // fewer than u32::MAX (tally-resolve caps its tables).
                     (devices.len() - 1) as u32
                 });
-                last_context = Some((context, device));
+                last_clock = Some((clock, device));
                 device
             }
         };
@@ -251,7 +262,7 @@ pub fn account_gpu_time<'a>(graph: &CorrelationGraph<'a>) -> RunAccounting<'a> {
         let intervals = busy.as_slice();
         let summed: u128 = intervals.iter().map(|interval| u128::from(interval.duration_ns())).sum();
         add(&mut work.time, summed);
-        let stream = match body.stream_id {
+        let stream = match activity.stream_id {
             None => NONE,
             Some(stream_id) => {
                 let next = work.streams.len() as u32;
@@ -263,7 +274,7 @@ pub fn account_gpu_time<'a>(graph: &CorrelationGraph<'a>) -> RunAccounting<'a> {
                 stream
             }
         };
-        let group = match graph.activity_iteration(index) {
+        let group = match activity.iteration {
             None => NONE,
             Some(iteration) => {
                 let next = groups.len() as u32;
@@ -290,7 +301,7 @@ pub fn account_gpu_time<'a>(graph: &CorrelationGraph<'a>) -> RunAccounting<'a> {
     drop(group_index);
     drop(device_index);
 
-    let clocks: Vec<DeviceClock<'a>> = devices.iter().map(|work| work.clock).collect();
+    let clocks: Vec<DeviceClock<'_>> = devices.iter().map(|work| work.clock).collect();
     let mut device_totals = Vec::with_capacity(devices.len());
     for work in devices {
         device_totals.push(finish_device(work, &mut groups));
@@ -346,29 +357,25 @@ fn finish_device<'a>(work: DeviceWork<'a>, groups: &mut [GroupWork]) -> DeviceTo
     DeviceTotal { clock, time, detail }
 }
 
-fn iteration_timings<'a>(
-    graph: &CorrelationGraph<'a>,
+fn iteration_timings<'a, G: ResolvedEvidence + ?Sized>(
+    graph: &'a G,
     groups: Vec<GroupWork>,
     clocks: &[DeviceClock<'a>],
 ) -> Vec<IterationTiming<'a>> {
     let mut rows_of: Vec<Vec<(DeviceClock<'a>, GpuTime)>> = Vec::new();
-    rows_of.resize_with(graph.iterations().len(), Vec::new);
+    let facts: Vec<IterationFacts<'a>> = graph.iteration_facts().collect();
+    rows_of.resize_with(facts.len(), Vec::new);
     for group in groups {
         let mut time = group.time;
         time.busy_ns = group.sweep.finish();
         rows_of[group.iteration as usize].push((clocks[group.device as usize], time));
     }
-    let mut timings: Vec<IterationTiming<'a>> = graph
-        .iterations()
-        .iter()
+    let mut timings: Vec<IterationTiming<'a>> = facts
+        .into_iter()
         .zip(rows_of)
         .map(|(iteration, mut gpu)| {
             gpu.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-            IterationTiming {
-                iteration_ref: &iteration.body.iteration_ref,
-                elapsed_ns: iteration.event.elapsed_ns(),
-                gpu,
-            }
+            IterationTiming { iteration_ref: iteration.iteration_ref, elapsed_ns: iteration.elapsed_ns, gpu }
         })
         .collect();
     timings.sort_unstable_by(|a, b| a.iteration_ref.cmp(b.iteration_ref));

@@ -3,7 +3,7 @@
 //! budget.
 
 use tally_core::{EntityRef, NonEmptyString};
-use tally_resolve::{CorrelationGraph, FastHashMap, FastHashSet};
+use tally_resolve::{FastHashMap, FastHashSet, ResolvedEvidence};
 
 use crate::{DeviceClock, RunAccounting};
 
@@ -125,7 +125,7 @@ pub struct ShareBudget {
 /// 4. one estimation model;
 /// 5. shares plus remainder equal the budget (`busy_ns`) exactly.
 pub fn validate_request_shares(
-    graph: &CorrelationGraph<'_>,
+    graph: &(impl ResolvedEvidence + ?Sized),
     accounting: &RunAccounting<'_>,
     iteration_ref: &EntityRef,
     device_clock: &DeviceClock<'_>,
@@ -140,11 +140,10 @@ pub fn validate_request_shares(
 
     let mut member_requests: FastHashSet<&EntityRef> = FastHashSet::default();
     let mut members: FastHashSet<(&EntityRef, Option<&EntityRef>)> = FastHashSet::default();
-    for membership in graph.memberships() {
-        let body = membership.body;
-        if body.iteration_ref == *iteration_ref {
-            member_requests.insert(&body.request_ref);
-            members.insert((&body.request_ref, body.attempt_ref.as_ref()));
+    for membership in graph.membership_facts() {
+        if membership.iteration_ref == iteration_ref {
+            member_requests.insert(membership.request_ref);
+            members.insert((membership.request_ref, membership.attempt_ref));
         }
     }
 

@@ -23,6 +23,13 @@
 //! position of the offending record in the input, so a reader that knows
 //! where each record came from can name the file and line.
 //!
+//! Where the events need not outlive resolution, [`RunResolver`] takes them
+//! one at a time and keeps a compact [`ResolvedRun`] instead (what
+//! accounting and reports need), so an artifact is resolved in a fraction of
+//! the memory its events would take; it compares events it no longer holds
+//! by content fingerprints (see its module docs). Both implement
+//! [`ResolvedEvidence`], which is what `tally-gpu-time` accounts.
+//!
 //! ```
 //! use serde_json::json;
 //! use tally_core::parse_inference_record;
@@ -55,7 +62,10 @@
 //!   unresolved references that tie on `(event_id, kind, ref.id)`, is the
 //!   same as stormlog's.
 
+mod evidence;
+mod fingerprint;
 mod hash;
+mod stream;
 
 use std::collections::hash_map::Entry;
 use std::hash::Hash;
@@ -65,8 +75,10 @@ use tally_core::{
     Iteration, Membership, Request, Stage,
 };
 
+pub use evidence::{ActivityFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
 pub use hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
 use hash::{Prehashed, PrehashedMap, combine, prehash};
+pub use stream::{ResolvedRun, RunResolver, resolve_run};
 
 /// Why a stream of evidence cannot be resolved. Each names the 0-based
 /// position of the offending record in the input sequence (legacy records

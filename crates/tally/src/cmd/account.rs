@@ -10,10 +10,9 @@ use std::io::{BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, read_batches};
-use tally_core::InferenceRecord;
+use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
 use tally_gpu_time::account_gpu_time;
-use tally_resolve::{CorrelationGraph, ResolveError, resolve_inference_events};
+use tally_resolve::{ResolveError, ResolvedRun, RunResolver};
 
 use super::progress::Progress;
 
@@ -51,130 +50,126 @@ pub struct Args {
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let evidence = match Evidence::read_with(&args.files, &args.trace) {
-        Ok(evidence) => evidence,
+    let run = match resolve_files(&args.files, &args.trace) {
+        Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
             return Ok(ExitCode::FAILURE);
         }
     };
-    let graph = match evidence.resolve() {
-        Ok(graph) => graph,
-        Err(message) => {
-            eprintln!("{message}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let accounting = account_gpu_time(&graph);
+    let accounting = account_gpu_time(&run);
     let stdout = std::io::stdout();
     let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
     match args.format {
-        Layout::Json => json::write(&mut out, &graph, &accounting, args.detail)?,
-        Layout::Table => table::write(&mut out, &graph, &accounting)?,
+        Layout::Json => json::write(&mut out, &run, &accounting, args.detail)?,
+        Layout::Table => table::write(&mut out, &run, &accounting)?,
     }
     out.flush()?;
-    // The process ends next: freeing hundreds of thousands of events one by
-    // one would cost more than accounting them, and the OS takes the
-    // memory back at once.
+    // The process ends next, and the OS takes the memory back at once;
+    // freeing it piece by piece would only cost time.
     std::mem::forget(accounting);
-    std::mem::forget(graph);
-    std::mem::forget(evidence);
+    std::mem::forget(run);
     Ok(ExitCode::SUCCESS)
 }
 
-/// The records of several artifacts, in order, and where each came from.
-pub(crate) struct Evidence {
-    names: Vec<String>,
-    /// Batches as the reader delivered them: never copied into one vector,
-    /// which would need twice the memory while it grows.
-    batches: Vec<Vec<InferenceRecord>>,
-    /// The physical line of each record, in record order.
-    lines: Vec<u64>,
-    /// Index of the first record of each file.
-    file_starts: Vec<usize>,
+/// Lines read per window: small windows keep the decoder's working set at a
+/// few megabytes, and are no slower.
+const WINDOW_BYTES: usize = 1 << 20;
+
+/// Where a record came from, packed into the position the resolver reports
+/// in its errors: the file's index above bit 40, the line below. No table
+/// of positions is kept.
+const LINE_BITS: u32 = 40;
+
+fn position(file: usize, line: u64) -> usize {
+    (file << LINE_BITS) | (line & ((1 << LINE_BITS) - 1)) as usize
 }
 
-impl Evidence {
-    /// Reads every file; the error is the first rejection, ready to print.
-    pub(crate) fn read(files: &[PathBuf]) -> Result<Self, String> {
-        Self::read_with(files, &super::input::TraceArgs::default())
-    }
-
-    /// Like [`Evidence::read`]; the traces among `files` are imported with
-    /// `trace`'s options, together, where the first of them stands (their
-    /// "line" in errors is the record's number).
-    pub(crate) fn read_with(files: &[PathBuf], trace: &super::input::TraceArgs) -> Result<Self, String> {
-        let mut evidence =
-            Self { names: Vec::new(), batches: Vec::new(), lines: Vec::new(), file_starts: Vec::new() };
-        let traces = super::input::traces_among(files).map_err(|error| format!("{error:#}"))?;
-        for path in files {
-            if traces.contains(path) {
-                if traces.first() == Some(path) {
-                    let records =
-                        super::input::trace_records(&traces, trace).map_err(|error| format!("{error:#}"))?;
-                    evidence.file_starts.push(evidence.lines.len());
-                    evidence.lines.extend(1..=records.len() as u64);
-                    evidence.batches.push(records);
-                    let names: Vec<String> = traces.iter().map(|path| path.display().to_string()).collect();
-                    evidence.names.push(names.join(" + "));
-                }
-                continue;
-            }
-            let name = path.display().to_string();
-            evidence.file_starts.push(evidence.lines.len());
-            let outcome = if path.as_os_str() == "-" {
-                evidence.decode(std::io::stdin(), &name, &Progress::silent())
-            } else {
-                match File::open(path) {
-                    Ok(file) => {
-                        let progress = Progress::for_file(path, &file);
-                        let outcome = evidence.decode(progress.wrap(file), &name, &progress);
-                        progress.finish();
-                        outcome
-                    }
-                    Err(error) => Err(ArtifactError::whole(&name, ErrorKind::Io, error.to_string())),
-                }
-            };
-            outcome.map_err(|error| error.to_string())?;
-            evidence.names.push(name);
-        }
-        Ok(evidence)
-    }
-
-    fn decode<R: Read + Send>(
-        &mut self,
-        reader: R,
-        name: &str,
-        progress: &Progress,
-    ) -> Result<(), ArtifactError> {
-        read_batches(reader, name, &ReadOptions::default(), |batch| {
-            self.lines.extend_from_slice(&batch.lines);
-            self.batches.push(batch.records);
-            progress.tick();
-            Ok(())
-        })
-        .map(|_| ())
-    }
-
-    /// Every record, in file order.
-    pub(crate) fn records(&self) -> impl Iterator<Item = &InferenceRecord> {
-        self.batches.iter().flatten()
-    }
-
-    /// Resolves all files together; the error names the file and line of
-    /// the record that broke a rule.
-    pub(crate) fn resolve(&self) -> Result<CorrelationGraph<'_>, String> {
-        resolve_inference_events(self.records()).map_err(|error| self.locate(&error))
-    }
-
-    fn locate(&self, error: &ResolveError) -> String {
+/// Reads every file of one run and resolves their records together as
+/// they stream by, keeping none of them: stormlog's rules, file by file, in
+/// order. The error is the first rejection, ready to print (`FILE: line N:
+/// reason`).
+pub(crate) fn resolve_files(
+    files: &[PathBuf],
+    trace: &super::input::TraceArgs,
+) -> Result<ResolvedRun, String> {
+    let mut resolver = RunResolver::new();
+    let mut names: Vec<String> = Vec::new();
+    let locate = |names: &[String], error: &ResolveError| {
         let record = error.record();
-        let file = self.file_starts.partition_point(|&start| start <= record).saturating_sub(1);
-        match (self.names.get(file), self.lines.get(record)) {
-            (Some(name), Some(line)) => format!("{name}: line {line}: {error}"),
-            _ => error.to_string(),
+        match names.get(record >> LINE_BITS) {
+            Some(name) => format!("{name}: line {}: {error}", record & ((1 << LINE_BITS) - 1)),
+            None => error.to_string(),
         }
+    };
+    let traces = super::input::traces_among(files).map_err(|error| format!("{error:#}"))?;
+    for path in files {
+        if traces.contains(path) {
+            // Traces are imported together where the first of them stands;
+            // their "line" is the record's number.
+            if traces.first() == Some(path) {
+                let records =
+                    super::input::trace_records(&traces, trace).map_err(|error| format!("{error:#}"))?;
+                let shown: Vec<String> = traces.iter().map(|path| path.display().to_string()).collect();
+                names.push(shown.join(" + "));
+                let file = names.len() - 1;
+                for (index, record) in records.iter().enumerate() {
+                    resolver
+                        .push(position(file, index as u64 + 1), record)
+                        .map_err(|e| locate(&names, &e))?;
+                }
+            }
+            continue;
+        }
+        let name = path.display().to_string();
+        names.push(name.clone());
+        let file = names.len() - 1;
+        let mut rejected: Option<ResolveError> = None;
+        let mut feed = |batch: RecordBatch| {
+            for (line, record) in batch.lines.iter().zip(&batch.records) {
+                if let Err(error) = resolver.push(position(file, *line), record) {
+                    rejected = Some(error);
+                    // Stop reading: the first rejection is the answer.
+                    return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+                }
+            }
+            Ok(())
+        };
+        let outcome = if path.as_os_str() == "-" {
+            decode(std::io::stdin(), &name, &Progress::silent(), &mut feed)
+        } else {
+            match File::open(path) {
+                Ok(file) => {
+                    let progress = Progress::for_file(path, &file);
+                    let outcome = decode(progress.wrap(file), &name, &progress, &mut feed);
+                    progress.finish();
+                    outcome
+                }
+                Err(error) => Err(ArtifactError::whole(&name, ErrorKind::Io, error.to_string())),
+            }
+        };
+        if let Some(error) = rejected {
+            return Err(locate(&names, &error));
+        }
+        outcome.map_err(|error| error.to_string())?;
     }
+    resolver.finish().map_err(|error| locate(&names, &error))
+}
+
+fn decode<R: Read + Send>(
+    reader: R,
+    name: &str,
+    progress: &Progress,
+    feed: &mut impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
+) -> Result<(), ArtifactError> {
+    let options =
+        ReadOptions { window_bytes: WINDOW_BYTES, chunk_bytes: WINDOW_BYTES / 8, ..ReadOptions::default() };
+    read_batches(reader, name, &options, |batch| {
+        feed(batch)?;
+        progress.tick();
+        Ok(())
+    })
+    .map(|_| ())
 }
 
 /// `numerator / denominator` with two decimals, by integer arithmetic;

@@ -25,7 +25,8 @@ use tally_gpu_time::{
     DeviceClock, RequestShareEstimate, ShareError, account_gpu_time, validate_request_shares,
 };
 
-use super::account::{Evidence, Layout, readable_ns};
+use super::account::{Layout, readable_ns, resolve_files};
+use super::input::TraceArgs;
 
 /// Arguments of `tally shares`.
 #[derive(Debug, clap::Args)]
@@ -61,15 +62,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let evidence = match Evidence::read(&args.files) {
-        Ok(evidence) => evidence,
-        Err(message) => {
-            eprintln!("{message}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
-    let graph = match evidence.resolve() {
-        Ok(graph) => graph,
+    let graph = match resolve_files(&args.files, &TraceArgs::default()) {
+        Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
             return Ok(ExitCode::FAILURE);

@@ -7,7 +7,7 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, Serializer};
 use tally_core::EntityRef;
 use tally_gpu_time::{DeviceClock, DeviceTotal, GpuTime, IterationTiming, RunAccounting};
-use tally_resolve::{CorrelationGraph, UnresolvedReference};
+use tally_resolve::{ResolvedEvidence, UnresolvedReference};
 
 #[derive(Serialize)]
 struct Report<'r, 'a> {
@@ -183,11 +183,12 @@ impl Serialize for DetailRows<'_, '_> {
 /// Writes the report, pretty-printed, with a final newline.
 pub(crate) fn write(
     out: &mut impl Write,
-    graph: &CorrelationGraph<'_>,
+    graph: &impl ResolvedEvidence,
     accounting: &RunAccounting<'_>,
     detail: bool,
 ) -> io::Result<()> {
     let counts = graph.counts();
+    let unresolved: Vec<UnresolvedReference<'_>> = graph.unresolved_references().collect();
     let report = Report {
         run_id: accounting.run_id,
         counts: Counts {
@@ -202,7 +203,7 @@ pub(crate) fn write(
         iterations: rows(&accounting.iterations),
         unattributed_activity_refs: rows(&accounting.unattributed_activity_refs),
         unmeasured_gpu_activity_refs: rows(&accounting.unmeasured_gpu_activity_refs),
-        unresolved: rows(graph.unresolved()),
+        unresolved: rows(&unresolved),
     };
     let mut serializer = serde_json::Serializer::pretty(&mut *out);
     if detail {

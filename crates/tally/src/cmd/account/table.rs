@@ -5,13 +5,13 @@
 use std::io::{self, Write};
 
 use tally_gpu_time::{DeviceClock, RunAccounting};
-use tally_resolve::{CorrelationGraph, ReferenceKind};
+use tally_resolve::{ReferenceKind, ResolvedEvidence, UnresolvedReference};
 
 use super::{ratio, readable_ns};
 
 pub(crate) fn write(
     out: &mut impl Write,
-    graph: &CorrelationGraph<'_>,
+    graph: &impl ResolvedEvidence,
     accounting: &RunAccounting<'_>,
 ) -> io::Result<()> {
     let counts = graph.counts();
@@ -181,12 +181,12 @@ fn iterations(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Resul
 
 fn evidence(
     out: &mut impl Write,
-    graph: &CorrelationGraph<'_>,
+    graph: &impl ResolvedEvidence,
     accounting: &RunAccounting<'_>,
 ) -> io::Result<()> {
     let unattributed = accounting.unattributed_activity_refs.len();
     let unmeasured = accounting.unmeasured_gpu_activity_refs.len();
-    let unresolved = graph.unresolved();
+    let unresolved: Vec<UnresolvedReference<'_>> = graph.unresolved_references().collect();
     writeln!(out, "Evidence not counted in full")?;
     writeln!(out, "  unattributed activities:   {unattributed}")?;
     if unattributed > 0 {

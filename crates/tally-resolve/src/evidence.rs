@@ -1,0 +1,121 @@
+//! What accounting and reports read of a resolved run, whether it borrows
+//! its events ([`CorrelationGraph`]) or kept none ([`crate::ResolvedRun`]).
+
+use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef};
+
+use crate::{CorrelationGraph, TableCounts, UnresolvedReference};
+
+/// One known iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IterationFacts<'g> {
+    /// The iteration.
+    pub iteration_ref: &'g EntityRef,
+    /// `end − start` when its clock is monotonic and both ends are known.
+    pub elapsed_ns: Option<u64>,
+}
+
+/// One activity, as accounting sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ActivityFacts<'g> {
+    /// The activity's reference. A [`CorrelationGraph`] always gives it; a
+    /// [`crate::ResolvedRun`] keeps it only for activities that are
+    /// unattributed, or GPU activities that cannot be measured, the two
+    /// lists a report names them in.
+    pub reference: Option<&'g EntityRef>,
+    /// Whether it names an iteration (`attribution_status` `linked`).
+    pub attributed: bool,
+    /// Where it ran.
+    pub domain: ActivityDomain,
+    /// `(device_uuid, clock_domain, clock_kind)` when its context names a
+    /// device and a monotonic or device clock.
+    pub device: Option<(&'g str, &'g str, ClockKind)>,
+    /// Its busy intervals; `None` without a complete span.
+    pub busy: Option<BusyIntervals<'g>>,
+    /// The stream, when known.
+    pub stream_id: Option<u64>,
+    /// The position of its iteration among [`ResolvedEvidence::iteration_facts`],
+    /// when it names a known one.
+    pub iteration: Option<usize>,
+}
+
+/// One membership.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MembershipFacts<'g> {
+    /// The member request.
+    pub request_ref: &'g EntityRef,
+    /// Its attempt, when given.
+    pub attempt_ref: Option<&'g EntityRef>,
+    /// The iteration.
+    pub iteration_ref: &'g EntityRef,
+}
+
+/// A resolved run, read through facts: what `tally-gpu-time` accounts and
+/// what `tally account` reports.
+pub trait ResolvedEvidence {
+    /// The run; `None` when there was no correlation event.
+    fn run_id(&self) -> Option<&str>;
+
+    /// The sizes of the entity tables.
+    fn counts(&self) -> TableCounts;
+
+    /// The known iterations, in table order.
+    fn iteration_facts(&self) -> impl Iterator<Item = IterationFacts<'_>> + '_;
+
+    /// The activities, in table order.
+    fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_;
+
+    /// The memberships, ordered by `(session_id, producer_id, event_id)`.
+    fn membership_facts(&self) -> impl Iterator<Item = MembershipFacts<'_>> + '_;
+
+    /// References to unknown entities, in stormlog's order.
+    fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_;
+}
+
+impl ResolvedEvidence for CorrelationGraph<'_> {
+    fn run_id(&self) -> Option<&str> {
+        CorrelationGraph::run_id(self)
+    }
+
+    fn counts(&self) -> TableCounts {
+        CorrelationGraph::counts(self)
+    }
+
+    fn iteration_facts(&self) -> impl Iterator<Item = IterationFacts<'_>> + '_ {
+        self.iterations().iter().map(|iteration| IterationFacts {
+            iteration_ref: &iteration.body.iteration_ref,
+            elapsed_ns: iteration.event.elapsed_ns(),
+        })
+    }
+
+    fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_ {
+        self.activities().iter().enumerate().map(|(index, activity)| {
+            let context = activity.event.context();
+            let measurable = matches!(context.clock_kind, ClockKind::Monotonic | ClockKind::Device);
+            ActivityFacts {
+                reference: Some(&activity.body.activity_ref),
+                attributed: activity.body.iteration_ref.is_some(),
+                domain: activity.body.activity_domain,
+                device: context
+                    .device_uuid
+                    .as_deref()
+                    .filter(|_| measurable)
+                    .map(|uuid| (uuid, context.clock_domain.as_str(), context.clock_kind)),
+                busy: activity.event.busy_intervals(),
+                stream_id: activity.body.stream_id,
+                iteration: self.activity_iteration(index),
+            }
+        })
+    }
+
+    fn membership_facts(&self) -> impl Iterator<Item = MembershipFacts<'_>> + '_ {
+        self.memberships().iter().map(|membership| MembershipFacts {
+            request_ref: &membership.body.request_ref,
+            attempt_ref: membership.body.attempt_ref.as_ref(),
+            iteration_ref: &membership.body.iteration_ref,
+        })
+    }
+
+    fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_ {
+        self.unresolved().iter().copied()
+    }
+}

@@ -1,0 +1,782 @@
+//! Resolution of a stream of records that are not kept: [`RunResolver`]
+//! takes one event at a time and keeps only what accounting and reporting
+//! need, in a compact form; [`ResolvedRun`] is the result.
+//!
+//! The rules are [`crate::resolve_inference_events`]'s, rule for rule and in
+//! the same order (the workspace's property suite checks that the two agree
+//! on generated runs, conflicts included). What differs is how an event is
+//! compared with one that is gone: event identities and activity references
+//! by 128-bit hashes (any two could collide, so the chance is about 2^-128
+//! per pair), and content (context, body, metadata with Python's `==`) by a
+//! 64-bit fingerprint compared only between events under one key (about
+//! 2^-64 per such comparison). Requests, attempts, iterations, stages,
+//! memberships and alignments are keyed exactly.
+
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::sync::Arc;
+
+use tally_core::{
+    ActivityDomain, BusyIntervals, ClockKind, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
+    Interval,
+};
+
+use crate::evidence::{ActivityFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
+use crate::fingerprint::{Fingerprint, content_fingerprint, context_fingerprint};
+use crate::{AsCorrelationEvent, FastHashMap, ReferenceKind, ResolveError, TableCounts, UnresolvedReference};
+
+/// "None" in the `u32` links and slots below.
+const NONE: u32 = u32::MAX;
+/// Contexts remembered by address; past this many, each is looked at anew.
+const CONTEXT_CACHE: usize = 1 << 16;
+
+/// A map from 128-bit hashes, whose low half is already a good hash.
+type HashKeyed<V> = HashMap<u128, V, std::hash::BuildHasherDefault<LowHalf>>;
+
+/// Hands the low half of a `u128` key through.
+#[derive(Default)]
+struct LowHalf(u64);
+
+impl std::hash::Hasher for LowHalf {
+    fn write(&mut self, bytes: &[u8]) {
+        // Only u128 keys reach here; fold anything else in all the same.
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(23) ^ u64::from_le_bytes(word);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+fn hash128(write: impl FnOnce(&mut Fingerprint)) -> u128 {
+    let mut fp = Fingerprint::default();
+    write(&mut fp);
+    fp.finish128()
+}
+
+/// Strings appended one after another, each named by its position.
+#[derive(Debug, Default)]
+struct Arena {
+    bytes: String,
+    ends: Vec<u32>,
+}
+
+impl Arena {
+    fn push(&mut self, text: &str) -> u32 {
+        self.bytes.push_str(text);
+        // An arena past 4 GiB of event IDs would need 50 million events of
+        // 80-byte IDs; saturate rather than wrap (the ID then reads short).
+        self.ends.push(u32::try_from(self.bytes.len()).unwrap_or(u32::MAX));
+        (self.ends.len() - 1) as u32
+    }
+
+    fn get(&self, handle: u32) -> &str {
+        let handle = handle as usize;
+        let start = if handle == 0 { 0 } else { self.ends[handle - 1] as usize };
+        let end = self.ends[handle] as usize;
+        self.bytes.get(start..end).unwrap_or_default()
+    }
+}
+
+/// Distinct entity references, each stored once and named by a slot.
+#[derive(Debug, Default)]
+struct Refs {
+    slots: FastHashMap<Arc<EntityRef>, u32>,
+    refs: Vec<Arc<EntityRef>>,
+}
+
+impl Refs {
+    fn slot(&mut self, reference: &EntityRef) -> u32 {
+        if let Some(&slot) = self.slots.get(reference) {
+            return slot;
+        }
+        let slot = self.refs.len() as u32;
+        let shared = Arc::new(reference.clone());
+        self.refs.push(Arc::clone(&shared));
+        self.slots.insert(shared, slot);
+        slot
+    }
+
+    fn get(&self, slot: u32) -> &EntityRef {
+        &self.refs[slot as usize]
+    }
+}
+
+/// An alignment's identity: namespace, from and to domains (numbered),
+/// offset, uncertainty and validity window.
+type AlignmentSlots = (u32, u32, u32, i64, u64, Option<u64>, Option<u64>);
+
+/// What is kept of the event held for an entity.
+///
+/// A content fingerprint is only ever compared with the fingerprint of an
+/// event under the same key, so 64 bits leave a chance of 2^-64 per such
+/// comparison; keys themselves, where any two could collide, keep 128.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    fingerprint: u64,
+    record: usize,
+    event_id: u32,
+}
+
+#[derive(Debug)]
+struct IterationRow {
+    held: Held,
+    slot: u32,
+    elapsed_ns: Option<u64>,
+}
+
+#[derive(Debug)]
+struct StageRow {
+    held: Held,
+    request: u32,
+    iteration: u32,
+}
+
+#[derive(Debug)]
+struct MembershipRow {
+    held: Held,
+    namespace: u32,
+    request: u32,
+    attempt: u32,
+    iteration: u32,
+}
+
+#[derive(Debug)]
+struct ActivityRow {
+    held: Held,
+    /// `[start, end)` when the span is complete, else both zero.
+    start: u64,
+    end: u64,
+    /// Meaningful when `has_stream`.
+    stream_id: u64,
+    /// Iteration reference slot.
+    iteration: u32,
+    /// `metadata.intervals` in the interval arena: first index and count.
+    listed: u32,
+    listed_len: u32,
+    /// Index in `kept_refs`, for activities a report lists by reference.
+    reference: u32,
+    device: u32,
+    domain: ActivityDomain,
+    complete: bool,
+    has_stream: bool,
+}
+
+/// What is worth knowing once about a shared context.
+#[derive(Debug, Clone, Copy)]
+struct ContextInfo {
+    fingerprint: u128,
+    namespace: u32,
+    same_run: bool,
+    device: u32,
+    monotonic: bool,
+}
+
+/// Resolves a stream of records one at a time, keeping no event.
+///
+/// ```
+/// use serde_json::json;
+/// use tally_core::parse_inference_record;
+/// use tally_resolve::{ResolvedEvidence, RunResolver};
+///
+/// let iteration = parse_inference_record(json!({"schema_version": 2,
+///     "event_type": "infer.iteration", "event_id": "e1",
+///     "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "doc",
+///                 "clock_domain": "host", "clock_kind": "monotonic",
+///                 "collection_mode": "active", "provenance": "observed"},
+///     "iteration_ref": {"producer_id": "p", "id": "step-1"}, "start_ns": 5, "end_ns": 9})).unwrap();
+/// let mut resolver = RunResolver::new();
+/// for (index, record) in [iteration.clone(), iteration].iter().enumerate() {
+///     resolver.push(index, record).unwrap(); // the record may be dropped now
+/// }
+/// let run = resolver.finish().unwrap();
+/// assert_eq!(run.counts().iterations, 1);
+/// assert_eq!(run.iteration_facts().next().unwrap().elapsed_ns, Some(4));
+/// ```
+#[derive(Debug, Default)]
+pub struct RunResolver {
+    run: Option<(Box<str>, usize)>,
+    context_slots: FastHashMap<usize, u32>,
+    contexts: Vec<(Arc<CorrelationContext>, ContextInfo)>,
+    namespaces: FastHashMap<(String, String), u32>,
+    namespace_names: Vec<(Box<str>, Box<str>)>,
+    /// (namespace, event_id) hash to the fingerprint and record of the first
+    /// delivery.
+    seen: HashKeyed<(u64, usize)>,
+    devices: FastHashMap<(String, String, ClockKind), u32>,
+    device_names: Vec<(Box<str>, Box<str>, ClockKind)>,
+    request_refs: Refs,
+    attempt_refs: Refs,
+    iteration_refs: Refs,
+    stage_refs: Refs,
+    roles: FastHashMap<String, u32>,
+    domains: FastHashMap<String, u32>,
+    event_ids: Arena,
+    requests: FastHashMap<(u32, u32), u32>,
+    request_rows: Vec<Held>,
+    request_slots: Vec<u32>,
+    iteration_of_slot: Vec<u32>,
+    iteration_rows: Vec<IterationRow>,
+    stage_of_slot: Vec<u32>,
+    stage_rows: Vec<StageRow>,
+    memberships: FastHashMap<(u32, u32, u32, u32), u32>,
+    membership_rows: Vec<MembershipRow>,
+    activities: HashKeyed<u32>,
+    activity_rows: Vec<ActivityRow>,
+    alignments: FastHashMap<AlignmentSlots, u32>,
+    alignment_rows: Vec<Held>,
+    intervals: Vec<Interval>,
+    kept_refs: Vec<EntityRef>,
+    last_iteration: Option<(Arc<EntityRef>, u32)>,
+    entity_conflict: Option<ResolveError>,
+}
+
+impl RunResolver {
+    /// An empty resolver.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Takes the record at position `record` of the stream (legacy records
+    /// take no part). Fails at once on a second run_id or a conflicting
+    /// redelivery; a conflicting entity is reported by [`RunResolver::finish`],
+    /// as stormlog deduplicates the whole stream before it builds tables.
+    pub fn push(
+        &mut self,
+        record: usize,
+        item: &(impl AsCorrelationEvent + ?Sized),
+    ) -> Result<(), ResolveError> {
+        let Some(event) = item.as_correlation_event() else {
+            return Ok(());
+        };
+        if self.run.is_none() {
+            self.run = Some((event.context().run_id.as_str().into(), record));
+        }
+        let info = self.context(event.context_arc());
+        if !info.same_run {
+            let earlier = self.run.as_ref().map_or(record, |(_, earlier)| *earlier);
+            return Err(ResolveError::MultipleRunIds { record, earlier });
+        }
+        let full = content_fingerprint(event, info.fingerprint);
+        let fingerprint = (full as u64) ^ ((full >> 64) as u64);
+        let key = hash128(|fp| {
+            std::hash::Hasher::write_u32(fp, info.namespace);
+            fp.text(event.event_id());
+        });
+        let distinct = self.seen.len();
+        match self.seen.entry(key) {
+            Entry::Occupied(slot) => {
+                let (known, earlier) = *slot.get();
+                if known != fingerprint {
+                    return Err(ResolveError::ConflictingEventIdentity { record, earlier });
+                }
+                return Ok(());
+            }
+            Entry::Vacant(slot) => {
+                // Rows are numbered by u32, with u32::MAX for "none".
+                if distinct >= u32::MAX as usize - 1 {
+                    return Err(ResolveError::TooManyEvents { record });
+                }
+                slot.insert((fingerprint, record));
+            }
+        }
+        if self.entity_conflict.is_none()
+            && let Err(conflict) = self.put(record, event, fingerprint, info)
+        {
+            self.entity_conflict = Some(conflict);
+        }
+        Ok(())
+    }
+
+    /// The info of a context, cached by address while the context is held
+    /// here (so the address cannot be reused by another).
+    fn context(&mut self, context: &Arc<CorrelationContext>) -> ContextInfo {
+        let address = Arc::as_ptr(context) as usize;
+        if let Some(&slot) = self.context_slots.get(&address) {
+            return self.contexts[slot as usize].1;
+        }
+        let info = self.describe(context);
+        if self.contexts.len() < CONTEXT_CACHE {
+            self.context_slots.insert(address, self.contexts.len() as u32);
+            self.contexts.push((Arc::clone(context), info));
+        }
+        info
+    }
+
+    fn describe(&mut self, context: &CorrelationContext) -> ContextInfo {
+        let next = self.namespace_names.len() as u32;
+        let names = (context.session_id.to_string(), context.producer_id.to_string());
+        let namespace = match self.namespaces.entry(names) {
+            Entry::Occupied(slot) => *slot.get(),
+            Entry::Vacant(slot) => {
+                self.namespace_names
+                    .push((context.session_id.as_str().into(), context.producer_id.as_str().into()));
+                *slot.insert(next)
+            }
+        };
+        let measurable = matches!(context.clock_kind, ClockKind::Monotonic | ClockKind::Device);
+        let device = match (&context.device_uuid, measurable) {
+            (Some(uuid), true) => {
+                let key = (uuid.to_string(), context.clock_domain.to_string(), context.clock_kind);
+                let next = self.device_names.len() as u32;
+                match self.devices.entry(key) {
+                    Entry::Occupied(slot) => *slot.get(),
+                    Entry::Vacant(slot) => {
+                        self.device_names.push((
+                            uuid.as_str().into(),
+                            context.clock_domain.as_str().into(),
+                            context.clock_kind,
+                        ));
+                        *slot.insert(next)
+                    }
+                }
+            }
+            _ => NONE,
+        };
+        ContextInfo {
+            fingerprint: context_fingerprint(context),
+            namespace,
+            same_run: self.run.as_ref().is_some_and(|(run, _)| **run == *context.run_id.as_str()),
+            device,
+            monotonic: context.clock_kind == ClockKind::Monotonic,
+        }
+    }
+
+    fn held(&mut self, record: usize, event: &CorrelationEvent, fingerprint: u64) -> Held {
+        Held { fingerprint, record, event_id: self.event_ids.push(event.event_id()) }
+    }
+
+    fn iteration_slot(&mut self, reference: &EntityRef) -> u32 {
+        if let Some((known, slot)) = &self.last_iteration
+            && **known == *reference
+        {
+            return *slot;
+        }
+        let slot = self.iteration_refs.slot(reference);
+        self.last_iteration = Some((Arc::clone(&self.iteration_refs.refs[slot as usize]), slot));
+        slot
+    }
+
+    fn put(
+        &mut self,
+        record: usize,
+        event: &CorrelationEvent,
+        fingerprint: u64,
+        info: ContextInfo,
+    ) -> Result<(), ResolveError> {
+        let new = Held { fingerprint, record, event_id: NONE };
+        match event.body() {
+            EventBody::Request(body) => {
+                let request = self.request_refs.slot(&body.request_ref);
+                let attempt = body.attempt_ref.as_ref().map_or(NONE, |a| self.attempt_refs.slot(a));
+                let next = self.request_rows.len() as u32;
+                match self.requests.entry((request, attempt)) {
+                    Entry::Occupied(slot) => {
+                        let row = *slot.get() as usize;
+                        keep_smallest(&mut self.request_rows[row], new, event, &mut self.event_ids)
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(next);
+                        let held = self.held(record, event, fingerprint);
+                        self.request_rows.push(held);
+                        self.request_slots.push(request);
+                        Ok(())
+                    }
+                }
+            }
+            EventBody::Iteration(body) => {
+                let slot = self.iteration_slot(&body.iteration_ref) as usize;
+                grow(&mut self.iteration_of_slot, slot);
+                match self.iteration_of_slot[slot] {
+                    NONE => {
+                        self.iteration_of_slot[slot] = self.iteration_rows.len() as u32;
+                        let held = self.held(record, event, fingerprint);
+                        let elapsed_ns = if info.monotonic { body.span.duration_ns() } else { None };
+                        self.iteration_rows.push(IterationRow { held, slot: slot as u32, elapsed_ns });
+                        Ok(())
+                    }
+                    row => keep_smallest(
+                        &mut self.iteration_rows[row as usize].held,
+                        new,
+                        event,
+                        &mut self.event_ids,
+                    ),
+                }
+            }
+            EventBody::Stage(body) => {
+                let slot = self.stage_refs.slot(&body.stage_ref) as usize;
+                grow(&mut self.stage_of_slot, slot);
+                match self.stage_of_slot[slot] {
+                    NONE => {
+                        self.stage_of_slot[slot] = self.stage_rows.len() as u32;
+                        let request = body.request_ref.as_ref().map_or(NONE, |r| self.request_refs.slot(r));
+                        let iteration = body.iteration_ref.as_ref().map_or(NONE, |i| self.iteration_slot(i));
+                        let held = self.held(record, event, fingerprint);
+                        self.stage_rows.push(StageRow { held, request, iteration });
+                        Ok(())
+                    }
+                    row => keep_smallest(
+                        &mut self.stage_rows[row as usize].held,
+                        new,
+                        event,
+                        &mut self.event_ids,
+                    ),
+                }
+            }
+            EventBody::Membership(body) => {
+                let request = self.request_refs.slot(&body.request_ref);
+                let attempt = body.attempt_ref.as_ref().map_or(NONE, |a| self.attempt_refs.slot(a));
+                let iteration = self.iteration_slot(&body.iteration_ref);
+                let role = intern(&mut self.roles, &body.role);
+                let next = self.membership_rows.len() as u32;
+                match self.memberships.entry((request, attempt, iteration, role)) {
+                    Entry::Occupied(slot) => {
+                        let row = *slot.get() as usize;
+                        keep_smallest(&mut self.membership_rows[row].held, new, event, &mut self.event_ids)
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(next);
+                        let held = self.held(record, event, fingerprint);
+                        let namespace = info.namespace;
+                        self.membership_rows.push(MembershipRow {
+                            held,
+                            namespace,
+                            request,
+                            attempt,
+                            iteration,
+                        });
+                        Ok(())
+                    }
+                }
+            }
+            EventBody::ActivityRef(body) => {
+                let key = hash128(|fp| std::hash::Hash::hash(&body.activity_ref, fp));
+                let next = self.activity_rows.len() as u32;
+                match self.activities.entry(key) {
+                    Entry::Occupied(slot) => {
+                        let row = *slot.get() as usize;
+                        keep_smallest(&mut self.activity_rows[row].held, new, event, &mut self.event_ids)
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(next);
+                        let held = self.held(record, event, fingerprint);
+                        let row = self.activity_row(held, event, body, info);
+                        self.activity_rows.push(row);
+                        Ok(())
+                    }
+                }
+            }
+            EventBody::ClockAlignment(body) => {
+                let from = intern(&mut self.domains, &body.from_clock_domain);
+                let to = intern(&mut self.domains, &body.to_clock_domain);
+                let key = (
+                    info.namespace,
+                    from,
+                    to,
+                    body.offset_ns,
+                    body.uncertainty_ns,
+                    body.validity.start_ns(),
+                    body.validity.end_ns(),
+                );
+                let next = self.alignment_rows.len() as u32;
+                match self.alignments.entry(key) {
+                    Entry::Occupied(slot) => {
+                        let row = *slot.get() as usize;
+                        keep_smallest(&mut self.alignment_rows[row], new, event, &mut self.event_ids)
+                    }
+                    Entry::Vacant(slot) => {
+                        slot.insert(next);
+                        let held = self.held(record, event, fingerprint);
+                        self.alignment_rows.push(held);
+                        Ok(())
+                    }
+                }
+            }
+            EventBody::Artifact(_) | EventBody::Capabilities(_) => Ok(()),
+        }
+    }
+
+    fn activity_row(
+        &mut self,
+        held: Held,
+        event: &CorrelationEvent,
+        body: &tally_core::ActivityRef,
+        info: ContextInfo,
+    ) -> ActivityRow {
+        let iteration = body.iteration_ref.as_ref().map_or(NONE, |i| self.iteration_slot(i));
+        let (mut start, mut end, mut listed, mut listed_len, mut complete) = (0, 0, NONE, 0, false);
+        match event.busy_intervals() {
+            Some(BusyIntervals::Span(interval)) => {
+                (start, end, complete) = (interval.start_ns(), interval.end_ns(), true);
+            }
+            Some(BusyIntervals::Listed(list)) => {
+                listed = u32::try_from(self.intervals.len()).unwrap_or(NONE);
+                listed_len = list.len() as u32;
+                self.intervals.extend_from_slice(list);
+                complete = true;
+            }
+            None => {}
+        }
+        let gpu = body.activity_domain == ActivityDomain::Gpu;
+        // Kept only where a report lists the activity by reference.
+        let listed_by_reference = body.iteration_ref.is_none() || (gpu && (info.device == NONE || !complete));
+        let reference = if listed_by_reference {
+            self.kept_refs.push(body.activity_ref.clone());
+            (self.kept_refs.len() - 1) as u32
+        } else {
+            NONE
+        };
+        ActivityRow {
+            held,
+            start,
+            end,
+            stream_id: body.stream_id.unwrap_or(0),
+            has_stream: body.stream_id.is_some(),
+            iteration,
+            listed,
+            listed_len,
+            reference,
+            device: info.device,
+            domain: body.activity_domain,
+            complete,
+        }
+    }
+
+    /// The resolved run, or the first conflicting entity when the stream
+    /// held one (and no conflicting redelivery).
+    pub fn finish(mut self) -> Result<ResolvedRun, ResolveError> {
+        if let Some(conflict) = self.entity_conflict.take() {
+            return Err(conflict);
+        }
+        let total_slots = self.iteration_refs.refs.len();
+        grow(&mut self.iteration_of_slot, total_slots.saturating_sub(1));
+        let iteration_of_slot = std::mem::take(&mut self.iteration_of_slot);
+        let mut known_requests = vec![false; self.request_refs.refs.len()];
+        for &request in &self.request_slots {
+            known_requests[request as usize] = true;
+        }
+        // Memberships in stormlog's order: (session, producer, event_id).
+        let names = &self.namespace_names;
+        let event_ids = &self.event_ids;
+        self.membership_rows.sort_by(|a, b| {
+            let (left, right) = (&names[a.namespace as usize], &names[b.namespace as usize]);
+            (&*left.0, &*left.1, event_ids.get(a.held.event_id)).cmp(&(
+                &*right.0,
+                &*right.1,
+                event_ids.get(b.held.event_id),
+            ))
+        });
+        let iteration_known = |slot: u32| slot != NONE && iteration_of_slot[slot as usize] != NONE;
+        let mut missing: Vec<Missing> = Vec::new();
+        for row in &self.membership_rows {
+            let id = row.held.event_id;
+            if !known_requests[row.request as usize] {
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Request, slot: row.request });
+            } else if row.attempt != NONE && !self.requests.contains_key(&(row.request, row.attempt)) {
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Attempt, slot: row.attempt });
+            }
+            if !iteration_known(row.iteration) {
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
+            }
+        }
+        for row in &self.stage_rows {
+            let id = row.held.event_id;
+            if row.request != NONE && !known_requests[row.request as usize] {
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Request, slot: row.request });
+            }
+            if row.iteration != NONE && !iteration_known(row.iteration) {
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
+            }
+        }
+        for row in &self.activity_rows {
+            if row.iteration != NONE && !iteration_known(row.iteration) {
+                let id = row.held.event_id;
+                missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
+            }
+        }
+        let reference = |item: &Missing| match item.kind {
+            ReferenceKind::Request => self.request_refs.get(item.slot),
+            ReferenceKind::Attempt => self.attempt_refs.get(item.slot),
+            ReferenceKind::Iteration => self.iteration_refs.get(item.slot),
+        };
+        missing.sort_by(|a, b| {
+            (event_ids.get(a.event_id), a.kind, reference(a).id()).cmp(&(
+                event_ids.get(b.event_id),
+                b.kind,
+                reference(b).id(),
+            ))
+        });
+        let counts = TableCounts {
+            requests: self.request_rows.len(),
+            iterations: self.iteration_rows.len(),
+            stages: self.stage_rows.len(),
+            memberships: self.membership_rows.len(),
+            activities: self.activity_rows.len(),
+            alignments: self.alignment_rows.len(),
+        };
+        Ok(ResolvedRun {
+            run_id: self.run.map(|(run, _)| run),
+            counts,
+            device_names: self.device_names,
+            request_refs: self.request_refs.refs,
+            attempt_refs: self.attempt_refs.refs,
+            iteration_refs: self.iteration_refs.refs,
+            event_ids: self.event_ids,
+            iteration_of_slot,
+            iteration_rows: self.iteration_rows,
+            membership_rows: self.membership_rows,
+            activity_rows: self.activity_rows,
+            intervals: self.intervals,
+            kept_refs: self.kept_refs,
+            missing,
+        })
+    }
+}
+
+/// An unresolved reference, by slot.
+#[derive(Debug, Clone, Copy)]
+struct Missing {
+    event_id: u32,
+    kind: ReferenceKind,
+    slot: u32,
+}
+
+/// The number of a name, allocating only for a new one.
+fn intern(names: &mut FastHashMap<String, u32>, name: &str) -> u32 {
+    if let Some(&number) = names.get(name) {
+        return number;
+    }
+    let number = names.len() as u32;
+    names.insert(name.to_owned(), number);
+    number
+}
+
+fn grow(slots: &mut Vec<u32>, index: usize) {
+    if slots.len() <= index {
+        slots.resize(index + 1, NONE);
+    }
+}
+
+/// stormlog's `_put_entity` for a key already held: the same entity, and the
+/// smallest event ID wins.
+fn keep_smallest(
+    held: &mut Held,
+    new: Held,
+    event: &CorrelationEvent,
+    event_ids: &mut Arena,
+) -> Result<(), ResolveError> {
+    if held.fingerprint != new.fingerprint {
+        return Err(ResolveError::ConflictingEntityIdentity { record: new.record, earlier: held.record });
+    }
+    if event.event_id().as_str() < event_ids.get(held.event_id) {
+        *held = Held { event_id: event_ids.push(event.event_id()), ..new };
+    }
+    Ok(())
+}
+
+/// A run resolved by [`RunResolver`]: what accounting and reports need, and
+/// nothing of the events themselves.
+#[derive(Debug)]
+pub struct ResolvedRun {
+    run_id: Option<Box<str>>,
+    counts: TableCounts,
+    device_names: Vec<(Box<str>, Box<str>, ClockKind)>,
+    request_refs: Vec<Arc<EntityRef>>,
+    attempt_refs: Vec<Arc<EntityRef>>,
+    iteration_refs: Vec<Arc<EntityRef>>,
+    event_ids: Arena,
+    iteration_of_slot: Vec<u32>,
+    iteration_rows: Vec<IterationRow>,
+    membership_rows: Vec<MembershipRow>,
+    activity_rows: Vec<ActivityRow>,
+    intervals: Vec<Interval>,
+    kept_refs: Vec<EntityRef>,
+    missing: Vec<Missing>,
+}
+
+impl ResolvedEvidence for ResolvedRun {
+    fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
+    fn counts(&self) -> TableCounts {
+        self.counts
+    }
+
+    fn iteration_facts(&self) -> impl Iterator<Item = IterationFacts<'_>> + '_ {
+        self.iteration_rows.iter().map(|row| IterationFacts {
+            iteration_ref: &self.iteration_refs[row.slot as usize],
+            elapsed_ns: row.elapsed_ns,
+        })
+    }
+
+    fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_ {
+        self.activity_rows.iter().map(|row| {
+            let busy = if !row.complete {
+                None
+            } else if row.listed == NONE {
+                Interval::new(row.start, row.end).map(BusyIntervals::Span)
+            } else {
+                let first = row.listed as usize;
+                self.intervals.get(first..first + row.listed_len as usize).map(BusyIntervals::Listed)
+            };
+            let device = (row.device != NONE).then(|| {
+                let (uuid, domain, kind) = &self.device_names[row.device as usize];
+                (&**uuid, &**domain, *kind)
+            });
+            let iteration = (row.iteration != NONE)
+                .then(|| self.iteration_of_slot[row.iteration as usize])
+                .filter(|&link| link != NONE)
+                .map(|link| link as usize);
+            ActivityFacts {
+                reference: (row.reference != NONE).then(|| &self.kept_refs[row.reference as usize]),
+                attributed: row.iteration != NONE,
+                domain: row.domain,
+                device,
+                busy,
+                stream_id: row.has_stream.then_some(row.stream_id),
+                iteration,
+            }
+        })
+    }
+
+    fn membership_facts(&self) -> impl Iterator<Item = MembershipFacts<'_>> + '_ {
+        self.membership_rows.iter().map(|row| MembershipFacts {
+            request_ref: &self.request_refs[row.request as usize],
+            attempt_ref: (row.attempt != NONE).then(|| &*self.attempt_refs[row.attempt as usize]),
+            iteration_ref: &self.iteration_refs[row.iteration as usize],
+        })
+    }
+
+    fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_ {
+        self.missing.iter().map(|item| UnresolvedReference {
+            event_id: self.event_ids.get(item.event_id),
+            kind: item.kind,
+            reference: match item.kind {
+                ReferenceKind::Request => &self.request_refs[item.slot as usize],
+                ReferenceKind::Attempt => &self.attempt_refs[item.slot as usize],
+                ReferenceKind::Iteration => &self.iteration_refs[item.slot as usize],
+            },
+        })
+    }
+}
+
+/// Resolves records without keeping them: [`RunResolver`] over a sequence.
+pub fn resolve_run<'a, R>(records: impl IntoIterator<Item = &'a R>) -> Result<ResolvedRun, ResolveError>
+where
+    R: AsCorrelationEvent + 'a,
+{
+    let mut resolver = RunResolver::new();
+    for (index, record) in records.into_iter().enumerate() {
+        resolver.push(index, record)?;
+    }
+    resolver.finish()
+}
