@@ -22,28 +22,35 @@ use crate::workspace_root;
 
 /// stormlog's whole path: load, resolve, account; prints the device totals
 /// so the run can be checked against tally's.
-const STORMLOG_ACCOUNT: &str = "import json, sys\n\
-from stormlog.infer.correlation_events import load_inference_artifact\n\
-from stormlog.infer.correlation_accounting import resolve_inference_events, account_gpu_time\n\
-records = load_inference_artifact(sys.argv[1])\n\
-graph = resolve_inference_events(records)\n\
-accounting = account_gpu_time(graph)\n\
-rows = sorted([c.device_uuid, c.clock_domain, c.clock_kind, t.summed_activity_ns, t.busy_ns, t.activity_count]\n\
-              for c, t in accounting.device_totals.items())\n\
-print(json.dumps({'records': len(records), 'device_totals': rows, 'iterations': len(accounting.iterations)}))\n";
+const STORMLOG_ACCOUNT: &str = r#"
+import json, sys
+from stormlog.infer.correlation_events import load_inference_artifact
+from stormlog.infer.correlation_accounting import resolve_inference_events, account_gpu_time
+records = load_inference_artifact(sys.argv[1])
+graph = resolve_inference_events(records)
+accounting = account_gpu_time(graph)
+rows = sorted([c.device_uuid, c.clock_domain, c.clock_kind, t.summed_activity_ns, t.busy_ns, t.activity_count]
+              for c, t in accounting.device_totals.items())
+print(json.dumps({"records": len(records), "device_totals": rows, "iterations": len(accounting.iterations)}))
+"#;
 
 /// stormlog's interval union on the same kind of input as `union_bench`;
 /// prints the seconds of the union alone.
-const STORMLOG_UNION: &str = "import random, sys, time\n\
-from stormlog.infer.correlation_accounting import _merged_duration\n\
-n = int(sys.argv[1]); rng = random.Random(7)\n\
-base = 1_700_000_000_000_000_000; span = n * 1000\n\
-intervals = []\n\
-for _ in range(n):\n\
-    s = base + rng.randrange(span)\n\
-    intervals.append((s, s + rng.randrange(20000)))\n\
-started = time.perf_counter(); _merged_duration(intervals)\n\
-print(time.perf_counter() - started)\n";
+const STORMLOG_UNION: &str = r#"
+import random, sys, time
+from stormlog.infer.correlation_accounting import _merged_duration
+n = int(sys.argv[1])
+rng = random.Random(7)
+base = 1_700_000_000_000_000_000
+span = n * 1000
+intervals = []
+for _ in range(n):
+    start = base + rng.randrange(span)
+    intervals.append((start, start + rng.randrange(20000)))
+started = time.perf_counter()
+_merged_duration(intervals)
+print(time.perf_counter() - started)
+"#;
 
 /// The generated file, reused while it exists with the size recorded beside
 /// it (the same names as the artifact bench, so the two share files).
@@ -54,7 +61,8 @@ fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Gen
     let stamp = scratch.join(format!("{stem}.count"));
     if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
         let mut parts = count.split_whitespace().map(str::parse::<u64>);
-        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) = (parts.next(), parts.next(), parts.next())
+        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) =
+            (parts.next(), parts.next(), parts.next())
             && bytes == meta.len()
         {
             return Ok((path, Generated { bytes, records, lines }));
@@ -74,10 +82,17 @@ fn device_rows(report: &Value) -> Value {
             rows.iter()
                 .map(|row| {
                     Value::Array(
-                        ["device_uuid", "clock_domain", "clock_kind", "summed_activity_ns", "busy_ns", "activity_count"]
-                            .iter()
-                            .map(|key| row[*key].clone())
-                            .collect(),
+                        [
+                            "device_uuid",
+                            "clock_domain",
+                            "clock_kind",
+                            "summed_activity_ns",
+                            "busy_ns",
+                            "activity_count",
+                        ]
+                        .iter()
+                        .map(|key| row[*key].clone())
+                        .collect(),
                     )
                 })
                 .collect()
@@ -109,7 +124,8 @@ fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
                 .context("stormlog load + resolve + account")?;
             let theirs: Value = serde_json::from_str(stdout.trim()).context("reference output")?;
             if theirs["device_totals"] != device_rows(&report)
-                || theirs["iterations"].as_u64() != report["iterations"].as_array().map(|list| list.len() as u64)
+                || theirs["iterations"].as_u64()
+                    != report["iterations"].as_array().map(|list| list.len() as u64)
             {
                 bail!("tally and stormlog disagree on {}: stormlog says {theirs}", path.display());
             }
@@ -146,7 +162,9 @@ fn union(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let reference = match ctx.python() {
         Some(python) if !ctx.quick() || count <= 1_000_000 => {
             let (_, stdout) = ctx
-                .run_measured_capture(Command::new(python).arg("-c").arg(STORMLOG_UNION).arg(count.to_string()))
+                .run_measured_capture(
+                    Command::new(python).arg("-c").arg(STORMLOG_UNION).arg(count.to_string()),
+                )
                 .context("stormlog _merged_duration")?;
             let seconds: f64 = stdout.trim().parse().context("reference output")?;
             Some(Measure { seconds, peak_rss_bytes: None })

@@ -17,6 +17,7 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
+mod account;
 mod artifact;
 mod distributed;
 pub mod generate;
@@ -30,6 +31,7 @@ type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 /// Every benchmark, by name, in the order they run.
 const BENCHES: &[(&str, BenchFn)] = &[
     ("artifact", artifact::run),
+    ("account", account::run),
     ("profile", profile::run),
     ("distributed", distributed::run),
     ("trace", trace::run),
