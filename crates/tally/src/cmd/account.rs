@@ -108,16 +108,14 @@ pub(crate) fn resolve_files(
             // Traces are imported together where the first of them stands;
             // their "line" is the record's number.
             if traces.first() == Some(path) {
-                let records =
-                    super::input::trace_records(&traces, trace).map_err(|error| format!("{error:#}"))?;
                 let shown: Vec<String> = traces.iter().map(|path| path.display().to_string()).collect();
                 names.push(shown.join(" + "));
                 let file = names.len() - 1;
-                for (index, record) in records.iter().enumerate() {
-                    resolver
-                        .push(position(file, index as u64 + 1), record)
-                        .map_err(|e| locate(&names, &e))?;
-                }
+                let mut number = 0;
+                super::input::for_each_trace_record(&traces, trace, |record| {
+                    number += 1;
+                    resolver.push(position(file, number), &record).map_err(|e| locate(&names, &e))
+                })?;
             }
             continue;
         }

@@ -73,11 +73,27 @@ impl TraceArgs {
     }
 }
 
-/// The traces imported into one run, in memory.
-pub fn trace_records(traces: &[PathBuf], args: &TraceArgs) -> anyhow::Result<Vec<InferenceRecord>> {
-    let options = args.options(traces)?;
-    let (events, _) = tally_trace::import_traces_to_vec(traces, &options)?;
-    Ok(events.into_iter().map(InferenceRecord::Event).collect())
+/// The traces imported into one run, each record passed to `each` as soon
+/// as it is built, so none is kept; `each`'s error stops the import and is
+/// returned as it was.
+pub fn for_each_trace_record(
+    traces: &[PathBuf],
+    args: &TraceArgs,
+    mut each: impl FnMut(InferenceRecord) -> Result<(), String>,
+) -> Result<(), String> {
+    let options = args.options(traces).map_err(|error| format!("{error:#}"))?;
+    let mut refused: Option<String> = None;
+    let outcome = tally_trace::import_traces(traces, &options, &mut |event| {
+        each(InferenceRecord::Event(event)).map_err(|message| {
+            refused = Some(message.clone());
+            message.into()
+        })
+    });
+    match (outcome, refused) {
+        (_, Some(message)) => Err(message),
+        (Err(error), None) => Err(error.to_string()),
+        (Ok(_), None) => Ok(()),
+    }
 }
 
 fn host_name() -> Option<NonEmptyString> {
