@@ -36,7 +36,15 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     };
     status(cargo_at_root().args(["fmt", "--all", "--check"]), "cargo fmt --check")?;
     status(
-        cargo_at_root().args(["clippy", "--workspace", "--all-targets", "--all-features", "--", "-D", "warnings"]),
+        cargo_at_root().args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--all-features",
+            "--",
+            "-D",
+            "warnings",
+        ]),
         "cargo clippy",
     )?;
     status(
