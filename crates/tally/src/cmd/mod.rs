@@ -2,11 +2,11 @@
 
 pub mod account;
 pub mod aggregate;
+#[cfg(feature = "cuda")]
+pub mod cuda_info;
 pub mod export;
 pub mod import;
 pub mod input;
-#[cfg(feature = "cuda")]
-pub mod cuda_info;
 pub mod profile;
 pub mod progress;
 pub mod shares;
