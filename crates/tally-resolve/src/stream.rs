@@ -12,7 +12,6 @@
 //! 2^-64 per such comparison). Requests, attempts, iterations, stages,
 //! memberships and alignments are keyed exactly.
 
-use std::collections::HashMap;
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
@@ -30,29 +29,110 @@ const NONE: u32 = u32::MAX;
 /// Contexts remembered by address; past this many, each is looked at anew.
 const CONTEXT_CACHE: usize = 1 << 16;
 
-/// A map from 128-bit hashes, whose low half is already a good hash.
-type HashKeyed<V> = HashMap<u128, V, std::hash::BuildHasherDefault<LowHalf>>;
+/// An index of rows by their 128-bit key hashes, stored beside the rows:
+/// open addressing over `u32` row numbers, so a slot costs four bytes where
+/// a map entry holding the key would cost thirty-two.
+#[derive(Debug, Default)]
+struct KeyIndex {
+    /// Row numbers, [`NONE`] where empty; the length is a power of two.
+    slots: Vec<u32>,
+    keys: Chunked<u128>,
+}
 
-/// Hands the low half of a `u128` key through.
-#[derive(Default)]
-struct LowHalf(u64);
+impl KeyIndex {
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
 
-impl std::hash::Hasher for LowHalf {
-    fn write(&mut self, bytes: &[u8]) {
-        // Only u128 keys reach here; fold anything else in all the same.
-        for chunk in bytes.chunks(8) {
-            let mut word = [0u8; 8];
-            word[..chunk.len()].copy_from_slice(chunk);
-            self.0 = self.0.rotate_left(23) ^ u64::from_le_bytes(word);
+    fn reserve(&mut self, additional: usize) {
+        self.grow_to(self.keys.len() + additional);
+    }
+
+    /// Room for `count` keys at a load of at most 7/8.
+    fn grow_to(&mut self, count: usize) {
+        let wanted = (count + count / 7 + 1).next_power_of_two().max(16);
+        if wanted <= self.slots.len() {
+            return;
+        }
+        self.slots = vec![NONE; wanted];
+        let mask = wanted - 1;
+        for (row, key) in self.keys.iter().enumerate() {
+            let mut at = (*key as usize) & mask;
+            while self.slots[at] != NONE {
+                at = (at + 1) & mask;
+            }
+            self.slots[at] = row as u32;
         }
     }
 
-    fn write_u128(&mut self, value: u128) {
-        self.0 = value as u64;
+    /// The row of `key`, or `Err` with the row number it gets when added.
+    fn find_or_add(&mut self, key: u128) -> Result<u32, u32> {
+        if (self.keys.len() + 1) * 8 > self.slots.len() * 7 {
+            self.grow_to((self.keys.len() + 1) * 2);
+        }
+        let mask = self.slots.len() - 1;
+        // The key is a hash already: its low bits pick the slot.
+        let mut at = (key as usize) & mask;
+        loop {
+            match self.slots[at] {
+                NONE => {
+                    let row = self.keys.len() as u32;
+                    self.slots[at] = row;
+                    self.keys.push(key);
+                    return Err(row);
+                }
+                row if *self.keys.get(row as usize) == key => return Ok(row),
+                _ => at = (at + 1) & mask,
+            }
+        }
+    }
+}
+
+/// A vector that grows by whole chunks and never moves what it holds: a
+/// growing `Vec` holds its old and new buffers at once, and some allocators
+/// keep the old one resident a while, so the rows that grow with the input
+/// are kept here.
+#[derive(Debug)]
+struct Chunked<T> {
+    chunks: Vec<Vec<T>>,
+    len: usize,
+}
+
+/// Elements per chunk.
+const CHUNK: usize = 1 << 12;
+
+impl<T> Default for Chunked<T> {
+    fn default() -> Self {
+        Self { chunks: Vec::new(), len: 0 }
+    }
+}
+
+impl<T> Chunked<T> {
+    fn len(&self) -> usize {
+        self.len
     }
 
-    fn finish(&self) -> u64 {
-        self.0
+    fn push(&mut self, value: T) {
+        if self.len % CHUNK == 0 {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        // A chunk was pushed just above when the last one was full.
+        if let Some(chunk) = self.chunks.last_mut() {
+            chunk.push(value);
+        }
+        self.len += 1;
+    }
+
+    fn get(&self, index: usize) -> &T {
+        &self.chunks[index / CHUNK][index % CHUNK]
+    }
+
+    fn get_mut(&mut self, index: usize) -> &mut T {
+        &mut self.chunks[index / CHUNK][index % CHUNK]
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &T> + '_ {
+        self.chunks.iter().flatten()
     }
 }
 
@@ -208,9 +288,10 @@ pub struct RunResolver {
     contexts: Vec<(Arc<CorrelationContext>, ContextInfo)>,
     namespaces: FastHashMap<(String, String), u32>,
     namespace_names: Vec<(Box<str>, Box<str>)>,
-    /// (namespace, event_id) hash to the fingerprint and record of the first
-    /// delivery.
-    seen: HashKeyed<(u64, usize)>,
+    /// Event identities: (namespace, event_id) hashes, with the fingerprint
+    /// and record of each first delivery in `delivered`.
+    seen: KeyIndex,
+    delivered: Chunked<(u64, usize)>,
     devices: FastHashMap<(String, String, ClockKind), u32>,
     device_names: Vec<(Box<str>, Box<str>, ClockKind)>,
     request_refs: Refs,
@@ -229,8 +310,9 @@ pub struct RunResolver {
     stage_rows: Vec<StageRow>,
     memberships: FastHashMap<(u32, u32, u32, u32), u32>,
     membership_rows: Vec<MembershipRow>,
-    activities: HashKeyed<u32>,
-    activity_rows: Vec<ActivityRow>,
+    /// Activity-reference hashes; row `i` of the index is activity row `i`.
+    activities: KeyIndex,
+    activity_rows: Chunked<ActivityRow>,
     alignments: FastHashMap<AlignmentSlots, u32>,
     alignment_rows: Vec<Held>,
     intervals: Vec<Interval>,
@@ -243,6 +325,17 @@ impl RunResolver {
     /// An empty resolver.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty resolver with room for about `records` records, so its
+    /// tables are allocated once instead of growing (each growth holds the
+    /// old and the new table at once, and some allocators keep the old one
+    /// resident a while).
+    pub fn with_capacity(records: usize) -> Self {
+        let mut resolver = Self::default();
+        resolver.seen.reserve(records);
+        resolver.activities.reserve(records);
+        resolver
     }
 
     /// Takes the record at position `record` of the stream (legacy records
@@ -271,22 +364,19 @@ impl RunResolver {
             std::hash::Hasher::write_u32(fp, info.namespace);
             fp.text(event.event_id());
         });
-        let distinct = self.seen.len();
-        match self.seen.entry(key) {
-            Entry::Occupied(slot) => {
-                let (known, earlier) = *slot.get();
+        // Rows are numbered by u32, with u32::MAX for "none".
+        if self.seen.len() >= u32::MAX as usize - 1 {
+            return Err(ResolveError::TooManyEvents { record });
+        }
+        match self.seen.find_or_add(key) {
+            Ok(row) => {
+                let (known, earlier) = *self.delivered.get(row as usize);
                 if known != fingerprint {
                     return Err(ResolveError::ConflictingEventIdentity { record, earlier });
                 }
                 return Ok(());
             }
-            Entry::Vacant(slot) => {
-                // Rows are numbered by u32, with u32::MAX for "none".
-                if distinct >= u32::MAX as usize - 1 {
-                    return Err(ResolveError::TooManyEvents { record });
-                }
-                slot.insert((fingerprint, record));
-            }
+            Err(_) => self.delivered.push((fingerprint, record)),
         }
         if self.entity_conflict.is_none()
             && let Err(conflict) = self.put(record, event, fingerprint, info)
@@ -459,14 +549,14 @@ impl RunResolver {
             }
             EventBody::ActivityRef(body) => {
                 let key = hash128(|fp| std::hash::Hash::hash(&body.activity_ref, fp));
-                let next = self.activity_rows.len() as u32;
-                match self.activities.entry(key) {
-                    Entry::Occupied(slot) => {
-                        let row = *slot.get() as usize;
-                        keep_smallest(&mut self.activity_rows[row].held, new, event, &mut self.event_ids)
-                    }
-                    Entry::Vacant(slot) => {
-                        slot.insert(next);
+                match self.activities.find_or_add(key) {
+                    Ok(row) => keep_smallest(
+                        &mut self.activity_rows.get_mut(row as usize).held,
+                        new,
+                        event,
+                        &mut self.event_ids,
+                    ),
+                    Err(_) => {
                         let held = self.held(record, event, fingerprint);
                         let row = self.activity_row(held, event, body, info);
                         self.activity_rows.push(row);
@@ -596,7 +686,7 @@ impl RunResolver {
                 missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
             }
         }
-        for row in &self.activity_rows {
+        for row in self.activity_rows.iter() {
             if row.iteration != NONE && !iteration_known(row.iteration) {
                 let id = row.held.event_id;
                 missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
@@ -696,7 +786,7 @@ pub struct ResolvedRun {
     iteration_of_slot: Vec<u32>,
     iteration_rows: Vec<IterationRow>,
     membership_rows: Vec<MembershipRow>,
-    activity_rows: Vec<ActivityRow>,
+    activity_rows: Chunked<ActivityRow>,
     intervals: Vec<Interval>,
     kept_refs: Vec<EntityRef>,
     missing: Vec<Missing>,
