@@ -113,7 +113,7 @@ impl<T> Chunked<T> {
     }
 
     fn push(&mut self, value: T) {
-        if self.len % CHUNK == 0 {
+        if self.len.is_multiple_of(CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
         // A chunk was pushed just above when the last one was full.
