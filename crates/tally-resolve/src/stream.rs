@@ -30,14 +30,19 @@ const NONE: u32 = u32::MAX;
 const CONTEXT_CACHE: usize = 1 << 16;
 
 /// An index of rows by their 128-bit key hashes, stored beside the rows:
-/// open addressing over `u32` row numbers, so a slot costs four bytes where
-/// a map entry holding the key would cost thirty-two.
+/// open addressing over row numbers, each slot tagged with 32 more bits of
+/// its key so that a probe rarely reads a stored key, so a slot costs eight
+/// bytes where a map entry holding the key would cost thirty-two.
 #[derive(Debug, Default)]
 struct KeyIndex {
-    /// Row numbers, [`NONE`] where empty; the length is a power of two.
-    slots: Vec<u32>,
+    /// `(tag << 32) | row`, [`EMPTY`] where empty; the length is a power of
+    /// two.
+    slots: Vec<u64>,
     keys: Chunked<u128>,
 }
+
+/// An empty slot (no row is numbered `u32::MAX`).
+const EMPTY: u64 = u64::MAX;
 
 impl KeyIndex {
     fn len(&self) -> usize {
@@ -48,20 +53,26 @@ impl KeyIndex {
         self.grow_to(self.keys.len() + additional);
     }
 
+    /// The slot a key starts probing at, and its tag. The key is a hash
+    /// already: its low bits pick the slot, its high bits are the tag.
+    fn place(key: u128, mask: usize) -> (usize, u64) {
+        ((key as usize) & mask, ((key >> 96) as u64) << 32)
+    }
+
     /// Room for `count` keys at a load of at most 7/8.
     fn grow_to(&mut self, count: usize) {
         let wanted = (count + count / 7 + 1).next_power_of_two().max(16);
         if wanted <= self.slots.len() {
             return;
         }
-        self.slots = vec![NONE; wanted];
+        self.slots = vec![EMPTY; wanted];
         let mask = wanted - 1;
         for (row, key) in self.keys.iter().enumerate() {
-            let mut at = (*key as usize) & mask;
-            while self.slots[at] != NONE {
+            let (mut at, tag) = Self::place(*key, mask);
+            while self.slots[at] != EMPTY {
                 at = (at + 1) & mask;
             }
-            self.slots[at] = row as u32;
+            self.slots[at] = tag | row as u64;
         }
     }
 
@@ -71,17 +82,18 @@ impl KeyIndex {
             self.grow_to((self.keys.len() + 1) * 2);
         }
         let mask = self.slots.len() - 1;
-        // The key is a hash already: its low bits pick the slot.
-        let mut at = (key as usize) & mask;
+        let (mut at, tag) = Self::place(key, mask);
         loop {
             match self.slots[at] {
-                NONE => {
+                EMPTY => {
                     let row = self.keys.len() as u32;
-                    self.slots[at] = row;
+                    self.slots[at] = tag | u64::from(row);
                     self.keys.push(key);
                     return Err(row);
                 }
-                row if *self.keys.get(row as usize) == key => return Ok(row),
+                slot if slot & !0xffff_ffff == tag && *self.keys.get(slot as u32 as usize) == key => {
+                    return Ok(slot as u32);
+                }
                 _ => at = (at + 1) & mask,
             }
         }
