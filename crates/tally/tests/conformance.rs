@@ -266,3 +266,52 @@ fn the_example_run_reads_well_as_a_table() {
         assert!(text.contains(expected), "missing {expected:?} in:\n{text}");
     }
 }
+
+#[test]
+fn detail_adds_per_device_extras_that_agree_with_the_totals() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/serving-run.jsonl");
+    let output = tally(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["account", "--format", "json", "--detail", example.to_str().expect("utf-8")],
+    );
+    assert!(output.status.success());
+    let report: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let totals = report["device_totals"].as_array().expect("device_totals");
+    let details = report["device_detail"].as_array().expect("device_detail");
+    assert_eq!(totals.len(), details.len());
+    for (total, detail) in totals.iter().zip(details) {
+        assert_eq!(total["device_uuid"], detail["device_uuid"]);
+        let busy = total["busy_ns"].as_u64().expect("integer");
+        let envelope = detail["envelope_end_ns"].as_u64().expect("end")
+            - detail["envelope_start_ns"].as_u64().expect("start");
+        assert_eq!(detail["idle_ns"].as_u64(), Some(envelope - busy));
+        assert!(detail["longest_idle_gap_ns"].as_u64() <= detail["idle_ns"].as_u64());
+        assert!(
+            detail["peak_concurrency"].as_u64().expect("integer") >= 2,
+            "the example overlaps NCCL and compute"
+        );
+        for stream in detail["streams"].as_array().expect("streams") {
+            assert!(stream["busy_ns"].as_u64().expect("integer") <= busy);
+        }
+    }
+    // Without --detail the object has exactly the keys.
+    let plain = tally(
+        Path::new(env!("CARGO_MANIFEST_DIR")),
+        &["account", "--format", "json", example.to_str().expect("utf-8")],
+    );
+    let plain: Value = serde_json::from_slice(&plain.stdout).expect("JSON");
+    let keys: Vec<&str> = plain.as_object().expect("object").keys().map(String::as_str).collect();
+    let mut expected = vec![
+        "run_id",
+        "counts",
+        "device_totals",
+        "iterations",
+        "unattributed_activity_refs",
+        "unmeasured_gpu_activity_refs",
+        "unresolved",
+    ];
+    expected.sort_unstable();
+    let mut keys = keys;
+    keys.sort_unstable();
+    assert_eq!(keys, expected);
+}
