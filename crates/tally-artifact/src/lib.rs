@@ -71,7 +71,6 @@ mod lines;
 pub mod pyjson;
 mod read;
 mod registry;
-mod sha256;
 mod write;
 
 pub use decode::{CONTEXT_EVENT_TYPE, RecordDecoder};

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 use tally_core::{
     CONTEXT_REFERENCE_SCHEMA_VERSION, CorrelationContext, CorrelationEvent, EventType, InferenceRecord,
 };
@@ -16,7 +17,6 @@ use tally_core::{
 use crate::decode::CONTEXT_EVENT_TYPE;
 use crate::error::{ArtifactError, ErrorKind};
 use crate::pyjson::{Separators, write_map};
-use crate::sha256::sha256_hex;
 
 /// How events carry their context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -47,8 +47,10 @@ pub enum Form {
 pub fn context_id(context: &CorrelationContext) -> String {
     let mut canonical = Vec::new();
     crate::pyjson::write_value(&mut canonical, &context.to_json(), Separators::COMPACT);
-    let digest = sha256_hex(&canonical);
-    format!("ctx-{}", &digest[..16])
+    let digest = Sha256::digest(&canonical);
+    // 16 hex digits are the first 8 bytes of the digest.
+    let hex: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("ctx-{hex}")
 }
 
 /// Why a record cannot be written.
