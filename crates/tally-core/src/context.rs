@@ -117,6 +117,13 @@ macro_rules! string_enum {
             }
         }
 
+        impl std::str::FromStr for $name {
+            type Err = ValidationError;
+            fn from_str(text: &str) -> Result<Self, ValidationError> {
+                Self::parse(text)
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
