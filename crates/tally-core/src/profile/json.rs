@@ -3,43 +3,83 @@
 //! The serialized form is `dataclasses.asdict(profile)`: what vertebrae
 //! stores and what `resource_profile_from_dict` reads back.
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::types::{EmbeddingFootprint, ResourceProfile};
 use crate::ValidationError;
 
-fn load_error(error: serde_json::Error) -> ValidationError {
-    ValidationError::new("profile", format!("invalid resource profile: {error}"))
+/// Loads one of vertebrae's profile dataclasses from the decoded JSON of its
+/// `asdict`; `what` names it in the errors (`"resource profile"`). Shared by
+/// every profile type so that they load, and fail, alike.
+pub fn profile_from_json_value<T: DeserializeOwned>(value: Value, what: &str) -> Result<T, ValidationError> {
+    if !value.is_object() {
+        return Err(ValidationError::new("profile", format!("a {what} must be a JSON object")));
+    }
+    serde_json::from_value(value).map_err(|error| load_error(error, what))
 }
+
+/// [`profile_from_json_value`] on JSON text.
+pub fn profile_from_json_str<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, ValidationError> {
+    let value: Value = serde_json::from_str(text).map_err(|error| load_error(error, what))?;
+    profile_from_json_value(value, what)
+}
+
+/// The decoded JSON of a profile type; the caller checks its floats are
+/// finite first (see [`check_finite_float`]).
+pub fn profile_to_json_value<T: Serialize>(profile: &T) -> Result<Value, ValidationError> {
+    serde_json::to_value(profile).map_err(|error| ValidationError::new("profile", error.to_string()))
+}
+
+/// Compact JSON text of a profile type; the caller checks its floats are
+/// finite first (see [`check_finite_float`]).
+pub fn profile_to_json_string<T: Serialize>(profile: &T) -> Result<String, ValidationError> {
+    serde_json::to_string(profile).map_err(|error| ValidationError::new("profile", error.to_string()))
+}
+
+/// Fails on a non-finite float field `name`, which JSON cannot hold, with
+/// vertebrae's `make_json_safe` message; `None` passes.
+pub fn check_finite_float(name: &'static str, value: Option<f64>) -> Result<(), ValidationError> {
+    match value {
+        Some(value) if !value.is_finite() => {
+            Err(ValidationError::new(name, format!("Cannot serialize non-finite float at {name}.")))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn load_error(error: serde_json::Error, what: &str) -> ValidationError {
+    ValidationError::new("profile", format!("invalid {what}: {error}"))
+}
+
+/// How a load error names a [`ResourceProfile`].
+const RESOURCE_PROFILE: &str = "resource profile";
 
 impl ResourceProfile {
     /// Loads a profile from the decoded JSON of `asdict(profile)`, with the
     /// rules of vertebrae's `resource_profile_from_dict` (unknown top-level
     /// keys are ignored there and here; unknown keys inside a part are errors).
     pub fn from_json_value(value: Value) -> Result<Self, ValidationError> {
-        if !value.is_object() {
-            return Err(ValidationError::new("profile", "a resource profile must be a JSON object"));
-        }
-        serde_json::from_value(value).map_err(load_error)
+        profile_from_json_value(value, RESOURCE_PROFILE)
     }
 
     /// Loads a profile from JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
-        let value: Value = serde_json::from_str(text).map_err(load_error)?;
-        Self::from_json_value(value)
+        profile_from_json_str(text, RESOURCE_PROFILE)
     }
 
     /// The JSON object `asdict(profile)` gives. Fails on a non-finite float,
     /// which JSON cannot hold (vertebrae's `make_json_safe` refuses them too).
     pub fn to_json_value(&self) -> Result<Value, ValidationError> {
         self.check_finite()?;
-        serde_json::to_value(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+        profile_to_json_value(self)
     }
 
     /// Compact JSON text of [`ResourceProfile::to_json_value`].
     pub fn to_json_string(&self) -> Result<String, ValidationError> {
         self.check_finite()?;
-        serde_json::to_string(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+        profile_to_json_string(self)
     }
 
     /// Every float field is finite.
@@ -57,7 +97,7 @@ impl ResourceProfile {
             ("host_memory.sample_interval_seconds", self.host_memory.sample_interval_seconds),
         ];
         for (name, value) in floats {
-            finite(name, value)?;
+            check_finite_float(name, value)?;
         }
         if let Some(embedding) = &self.embedding {
             embedding.check_finite()?;
@@ -69,17 +109,8 @@ impl ResourceProfile {
 impl EmbeddingFootprint {
     /// Both float fields are finite.
     pub fn check_finite(&self) -> Result<(), ValidationError> {
-        finite("embedding.bytes_per_embedding", Some(self.bytes_per_embedding))?;
-        finite("embedding.compression_savings_ratio", Some(self.compression_savings_ratio))
-    }
-}
-
-fn finite(name: &'static str, value: Option<f64>) -> Result<(), ValidationError> {
-    match value {
-        Some(value) if !value.is_finite() => {
-            Err(ValidationError::new(name, format!("Cannot serialize non-finite float at {name}.")))
-        }
-        _ => Ok(()),
+        check_finite_float("embedding.bytes_per_embedding", Some(self.bytes_per_embedding))?;
+        check_finite_float("embedding.compression_savings_ratio", Some(self.compression_savings_ratio))
     }
 }
 

@@ -45,7 +45,8 @@ pub use adapter::{
 };
 pub use columns::{LOCAL_SCOPE, common_profile_columns, resource_profile_columns};
 pub use json::{
-    resource_profile_from_dict, resource_profile_from_json, resource_profile_to_dict,
+    check_finite_float, profile_from_json_str, profile_from_json_value, profile_to_json_string,
+    profile_to_json_value, resource_profile_from_dict, resource_profile_from_json, resource_profile_to_dict,
     resource_profile_to_json,
 };
 pub use status::{
