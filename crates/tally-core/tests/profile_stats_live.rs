@@ -3,9 +3,6 @@
 //! summation distinguishes. Runs when `TALLY_PYTHON` names an interpreter
 //! with numpy (the reference venv); prints "skipped" otherwise.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde_json::{Value, json};
 use tally_core::profile::stats::{
     int_true_div, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
@@ -46,9 +43,9 @@ impl Rng {
 
 #[test]
 fn statistics_equal_numpy_and_python_bit_for_bit() {
-    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
-        eprintln!("skipped: TALLY_PYTHON is not set (no numpy to compare with)");
-        return;
+    let python = match tally_testkit::reference_python(&["numpy"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(format!("no numpy to compare with: {why}")),
     };
     let lengths = [
         1usize, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 130, 136, 255, 256, 257, 1000, 1023, 1024,
@@ -64,15 +61,8 @@ fn statistics_equal_numpy_and_python_bit_for_bit() {
         divisions.push((a, b));
     }
     let input = json!({"arrays": arrays, "divisions": divisions});
-    let mut child = Command::new(python)
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("TALLY_PYTHON starts");
-    child.stdin.take().expect("piped stdin").write_all(input.to_string().as_bytes()).expect("write input");
-    let output = child.wait_with_output().expect("python finishes");
-    assert!(output.status.success(), "python failed");
+    let output = tally_testkit::run_python(&python, SCRIPT, input.to_string().as_bytes());
+    assert!(output.status.success(), "python failed: {}", String::from_utf8_lossy(&output.stderr));
     let result: Value = serde_json::from_slice(&output.stdout).expect("python printed JSON");
     let mut failures = Vec::new();
     for ((values, expected), n) in

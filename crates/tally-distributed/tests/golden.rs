@@ -8,15 +8,13 @@ use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
-use support::{
-    Ordered, ScriptedStore, columns_json, fixtures, key_order, ordered_member, read_fixtures,
-    strict_difference,
-};
+use support::{ScriptedStore, fixtures, key_order, strict_difference};
 use tally_distributed::{
     AggregateRequest, DistributedResourceProfile, ResourceProfileLike, aggregate_in_chunks,
     distributed_resource_profile_columns, with_distributed_embedding_footprint,
 };
 use tally_profile::{ArtifactStat, ArtifactStore, EmbeddingMetadata, PersistedSizes};
+use tally_testkit::json::{Ordered, columns_json, json_files};
 
 fn report(failures: &[String]) {
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));
@@ -125,13 +123,13 @@ fn the_inconsistent_model_error_names_the_disagreeing_shards() {
 #[test]
 fn written_field_order_is_asdict_order() {
     let mut failures = Vec::new();
-    for (name, text) in read_fixtures(&support::fixtures_dir()) {
+    for (name, text) in json_files(&support::fixtures_dir()) {
         let fixture: Value = serde_json::from_str(&text).expect("JSON");
         if fixture["kind"] != "aggregate" || !fixture["error"].is_null() {
             continue;
         }
         let theirs: Ordered = serde_json::from_str(&text).expect("JSON");
-        let theirs = key_order(ordered_member(&theirs, "expected"));
+        let theirs = key_order(theirs.member("expected"));
         let profile =
             DistributedResourceProfile::from_json_value(fixture["expected"].clone()).expect("loads");
         let ours: Ordered = serde_json::from_str(&profile.to_json_string().expect("finite")).expect("JSON");
@@ -233,9 +231,9 @@ fn with_distributed_embedding_footprint_matches_vertebrae() {
 
 #[test]
 fn live_vertebrae_agrees_on_fresh_random_requests() {
-    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
-        eprintln!("skipped: TALLY_PYTHON is not set (a python with vertebrae 1.1.0)");
-        return;
+    let python = match tally_testkit::reference_python(&["vertebrae"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(why),
     };
     let out = tempfile::tempdir().expect("temporary directory");
     let script =
@@ -249,7 +247,7 @@ fn live_vertebrae_agrees_on_fresh_random_requests() {
         .expect("run the fixture script");
     assert!(status.success(), "the fixture script failed");
     let mut failures = Vec::new();
-    let cases = read_fixtures(out.path());
+    let cases = json_files(out.path());
     assert_eq!(cases.len(), 25);
     for (name, text) in cases {
         let fixture: Value = serde_json::from_str(&text).expect("JSON");

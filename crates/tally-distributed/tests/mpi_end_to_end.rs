@@ -142,8 +142,7 @@ fn device_rows(accounting: &Value) -> Vec<(String, u64, u64)> {
 #[test]
 fn three_ranks_gather_what_the_per_rank_files_aggregate_to() {
     let Some(mpirun) = mpirun() else {
-        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
-        return;
+        return tally_testkit::skip("mpirun is not installed (Debian: openmpi-bin)");
     };
     let out = tempfile::tempdir().expect("temporary directory");
     let job = run_job(&mpirun, out.path(), None, &[]);
@@ -178,8 +177,7 @@ fn three_ranks_gather_what_the_per_rank_files_aggregate_to() {
 #[test]
 fn failing_and_hanging_ranks_leave_their_shards_unprofiled_without_a_hang() {
     let Some(mpirun) = mpirun() else {
-        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
-        return;
+        return tally_testkit::skip("mpirun is not installed (Debian: openmpi-bin)");
     };
     let out = tempfile::tempdir().expect("temporary directory");
     // Rank 1 fails before reporting; rank 2 never finishes its work and is
@@ -214,8 +212,7 @@ fn failing_and_hanging_ranks_leave_their_shards_unprofiled_without_a_hang() {
 #[test]
 fn a_rank_that_never_reaches_the_gather_aborts_the_job_at_the_deadline() {
     let Some(mpirun) = mpirun() else {
-        eprintln!("skipped: mpirun is not installed (Debian: openmpi-bin)");
-        return;
+        return tally_testkit::skip("mpirun is not installed (Debian: openmpi-bin)");
     };
     let out = tempfile::tempdir().expect("temporary directory");
     let job = run_job(&mpirun, out.path(), Some("2:stall"), &["--gather-timeout-ms", "2000"]);

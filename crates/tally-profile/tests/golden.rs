@@ -4,9 +4,10 @@
 mod support;
 
 use serde_json::Value;
-use support::{columns_json, fixtures, json_difference, key_order, replay_embedding, replay_profiler};
+use support::{fixtures, json_difference, key_order, replay_embedding, replay_profiler};
 use tally_profile::profile::ResourceProfile;
 use tally_profile::resource_profile_columns;
+use tally_testkit::json::columns_json;
 
 fn failures_report(failures: &[String]) {
     assert!(failures.is_empty(), "{} mismatches:\n{}", failures.len(), failures.join("\n"));

@@ -5,16 +5,14 @@
 
 mod support;
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use serde_json::{Value, json};
-use support::{columns_json, fixtures, json_difference, replay_embedding, replay_profiler};
+use support::{fixtures, json_difference, replay_embedding, replay_profiler};
 use tally_profile::profile::ResourceProfile;
 use tally_profile::{
     CallSpec, EmbeddingMetadata, HostMemoryMode, PersistedSizes, ProfilerConfig, ResourceProfiler,
     dtype_itemsize, python_repr, resource_profile_columns, with_embedding_footprint,
 };
+use tally_testkit::json::columns_json;
 
 const SCRIPT: &str = r#"
 import json, sys
@@ -65,9 +63,9 @@ fn measured_profiles() -> Vec<ResourceProfile> {
 
 #[test]
 fn vertebrae_loads_what_tally_writes() {
-    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
-        eprintln!("skipped: TALLY_PYTHON is not set (no vertebrae to load tally's profiles)");
-        return;
+    let python = match tally_testkit::reference_python(&["vertebrae", "numpy"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(format!("no vertebrae to load tally's profiles: {why}")),
     };
     let mut written: Vec<(String, Value)> = Vec::new();
     for (name, fixture) in fixtures() {
@@ -155,15 +153,8 @@ fn vertebrae_loads_what_tally_writes() {
         "strings": strings.to_vec(),
         "dtypes": dtypes.to_vec(),
     });
-    let mut child = Command::new(python)
-        .args(["-c", SCRIPT])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("TALLY_PYTHON starts");
-    child.stdin.take().expect("stdin").write_all(request.to_string().as_bytes()).expect("write");
-    let output = child.wait_with_output().expect("python finishes");
-    assert!(output.status.success(), "python failed");
+    let output = tally_testkit::run_python(&python, SCRIPT, request.to_string().as_bytes());
+    assert!(output.status.success(), "python failed: {}", String::from_utf8_lossy(&output.stderr));
     let answer: Value = serde_json::from_slice(&output.stdout).expect("JSON answer");
     let mut failures = Vec::new();
     for ((name, json), verdict) in written.iter().zip(answer["profiles"].as_array().expect("profiles")) {

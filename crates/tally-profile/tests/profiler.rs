@@ -289,8 +289,7 @@ fn kernel_counter_slack() -> u64 {
 #[test]
 fn a_short_256_mib_peak_inside_one_call_is_measured() {
     if current_rss_and_hwm().is_none() {
-        eprintln!("skipped: /proc/self/status is unavailable (not Linux)");
-        return;
+        return tally_testkit::skip("/proc/self/status is unavailable (not Linux)");
     }
     let mut profiler = ResourceProfiler::new(ProfilerConfig::default());
     profiler.measure_call(|| (), CallSpec::new(1, "warmup"));
@@ -327,8 +326,7 @@ fn the_sampler_fallback_measures_a_held_allocation() {
     );
     let profile = profiler.finish(false);
     if profile.host_memory.status != HostMemoryStatus::Measured {
-        eprintln!("skipped: no /proc/self/statm to sample (not Linux)");
-        return;
+        return tally_testkit::skip("no /proc/self/statm to sample (not Linux)");
     }
     assert_eq!(profile.context["host_memory_method"], "rss_sampler");
     assert_eq!(profile.host_memory.sample_interval_seconds, Some(0.01));
@@ -339,8 +337,7 @@ fn the_sampler_fallback_measures_a_held_allocation() {
 #[test]
 fn a_nested_profiler_does_not_erase_the_outer_window() {
     if current_rss_and_hwm().is_none() {
-        eprintln!("skipped: /proc/self/status is unavailable (not Linux)");
-        return;
+        return tally_testkit::skip("/proc/self/status is unavailable (not Linux)");
     }
     let mut outer = ResourceProfiler::new(ProfilerConfig::default());
     outer.measure_call(
@@ -374,8 +371,7 @@ fn getrusage_max_rss() -> u64 {
 fn a_peak_below_an_inherited_mark_is_still_measured() {
     const CHILD: &str = "TALLY_PROFILE_INHERITED_MARK_CHILD";
     if current_rss_and_hwm().is_none() {
-        eprintln!("skipped: /proc/self/status is unavailable (not Linux)");
-        return;
+        return tally_testkit::skip("/proc/self/status is unavailable (not Linux)");
     }
     if std::env::var_os(CHILD).is_some() {
         let (_, own_mark) = current_rss_and_hwm().expect("Linux");

@@ -1,11 +1,12 @@
 //! Shared by the integration suites: fixture loading, the scripted adapter
 //! and clock that replay a fixture's spec, JSON comparison with key order.
+//! The fixture directory reading, key order and columns are tally-testkit's,
+//! shared with tally-distributed's suites.
 
 #![allow(dead_code, reason = "each suite uses a different part")]
 
 use std::path::{Path, PathBuf};
 
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use tally_core::python_json_eq;
 use tally_profile::profile::{
@@ -16,6 +17,7 @@ use tally_profile::{
     ArtifactStat, ArtifactStore, CallSpec, Clock, EmbeddingMetadata, HookError, LocalArtifactStore,
     PersistedSizes, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler, StoreError,
 };
+use tally_testkit::json::{Ordered, json_fixtures, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/profile")
@@ -23,21 +25,9 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// Every fixture, sorted by name.
 pub fn fixtures() -> Vec<(String, Value)> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("the fixture directory is committed")
-        .map(|entry| entry.expect("readable fixture directory").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    files.sort();
-    assert!(files.len() >= 30, "expected the committed fixtures, found {}", files.len());
-    files
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).expect("readable fixture");
-            let name = path.file_stem().expect("a file name").to_string_lossy().into_owned();
-            (name, serde_json::from_str(&text).expect("fixture is JSON"))
-        })
-        .collect()
+    let fixtures = json_fixtures(&fixtures_dir());
+    assert!(fixtures.len() >= 30, "expected the committed fixtures, found {}", fixtures.len());
+    fixtures
 }
 
 pub fn fixture(name: &str) -> Value {
@@ -57,85 +47,10 @@ pub fn substitute(value: &Value, old: &str, new: &str) -> Value {
     }
 }
 
-/// A JSON value that remembers the order of object keys.
-#[derive(Debug, Clone)]
-pub enum Ordered {
-    Leaf,
-    Array(Vec<Ordered>),
-    Object(Vec<(String, Ordered)>),
-}
-
-impl<'de> Deserialize<'de> for Ordered {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct OrderedVisitor;
-        impl<'de> Visitor<'de> for OrderedVisitor {
-            type Value = Ordered;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("JSON")
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_unit<E>(self) -> Result<Ordered, E> {
-                Ok(Ordered::Leaf)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Ordered, A::Error> {
-                let mut items = Vec::new();
-                while let Some(item) = seq.next_element()? {
-                    items.push(item);
-                }
-                Ok(Ordered::Array(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Ordered, A::Error> {
-                let mut entries = Vec::new();
-                while let Some((key, value)) = map.next_entry::<String, Ordered>()? {
-                    entries.push((key, value));
-                }
-                Ok(Ordered::Object(entries))
-            }
-        }
-        deserializer.deserialize_any(OrderedVisitor)
-    }
-}
-
 /// Key paths in document order, not looking inside `context` (a free-form
 /// mapping whose order tally does not keep).
 pub fn key_order(text: &str) -> Vec<String> {
-    fn walk(value: &Ordered, prefix: &str, out: &mut Vec<String>) {
-        match value {
-            Ordered::Leaf => {}
-            Ordered::Array(items) => {
-                for (index, item) in items.iter().enumerate() {
-                    walk(item, &format!("{prefix}[{index}]"), out);
-                }
-            }
-            Ordered::Object(entries) => {
-                for (key, item) in entries {
-                    let path = format!("{prefix}.{key}");
-                    out.push(path.clone());
-                    if key != "context" {
-                        walk(item, &path, out);
-                    }
-                }
-            }
-        }
-    }
-    let parsed: Ordered = serde_json::from_str(text).expect("valid JSON");
-    let mut out = Vec::new();
-    walk(&parsed, "", &mut out);
-    out
+    key_paths(&Ordered::parse(text), &["context"])
 }
 
 /// Describes where two JSON values differ, or `None` when Python would find
@@ -161,16 +76,6 @@ pub fn json_difference(ours: &Value, theirs: &Value, path: &str) -> Option<Strin
         _ if python_json_eq(ours, theirs) => None,
         _ => Some(format!("{path}: tally {ours} != vertebrae {theirs}")),
     }
-}
-
-/// Columns as the fixtures store them: `[[name, value], ...]`.
-pub fn columns_json(columns: &[(String, Value)]) -> Value {
-    Value::Array(
-        columns
-            .iter()
-            .map(|(name, value)| Value::Array(vec![Value::String(name.clone()), value.clone()]))
-            .collect(),
-    )
 }
 
 /// Readings `0, ns` per call: each call's duration is exactly `ns`.
