@@ -9,7 +9,10 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tally_core::ValidationError;
-use tally_core::profile::{EmbeddingFootprint, ModelFootprint};
+use tally_core::profile::{
+    EmbeddingFootprint, ModelFootprint, check_finite_float, profile_from_json_str, profile_from_json_value,
+    profile_to_json_string, profile_to_json_value,
+};
 
 /// The `scope` every distributed profile writes, and the
 /// `context.measurement_scope` of an aggregate.
@@ -222,9 +225,8 @@ impl Serialize for DistributedResourceProfile {
     }
 }
 
-fn load_error(error: serde_json::Error) -> ValidationError {
-    ValidationError::new("profile", format!("invalid distributed resource profile: {error}"))
-}
+/// How a load error names a [`DistributedResourceProfile`].
+const DISTRIBUTED_PROFILE: &str = "distributed resource profile";
 
 impl DistributedResourceProfile {
     /// A profile of `shard_count` shards with nothing measured, and
@@ -260,32 +262,25 @@ impl DistributedResourceProfile {
 
     /// vertebrae's `distributed_resource_profile_from_dict` on decoded JSON.
     pub fn from_json_value(value: Value) -> Result<Self, ValidationError> {
-        if !value.is_object() {
-            return Err(ValidationError::new(
-                "profile",
-                "a distributed resource profile must be a JSON object",
-            ));
-        }
-        serde_json::from_value(value).map_err(load_error)
+        profile_from_json_value(value, DISTRIBUTED_PROFILE)
     }
 
     /// Loads a profile from JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
-        let value: Value = serde_json::from_str(text).map_err(load_error)?;
-        Self::from_json_value(value)
+        profile_from_json_str(text, DISTRIBUTED_PROFILE)
     }
 
     /// `dataclasses.asdict(profile)` as decoded JSON. Fails on a non-finite
     /// float, which JSON cannot hold.
     pub fn to_json_value(&self) -> Result<Value, ValidationError> {
         self.check_finite()?;
-        serde_json::to_value(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+        profile_to_json_value(self)
     }
 
     /// Compact JSON text of [`DistributedResourceProfile::to_json_value`].
     pub fn to_json_string(&self) -> Result<String, ValidationError> {
         self.check_finite()?;
-        serde_json::to_string(self).map_err(|error| ValidationError::new("profile", error.to_string()))
+        profile_to_json_string(self)
     }
 
     /// Every float field is finite.
@@ -303,14 +298,7 @@ impl DistributedResourceProfile {
             ("warm_mean_seconds", self.warm_mean_seconds),
         ];
         for (name, value) in floats {
-            if let Some(value) = value
-                && !value.is_finite()
-            {
-                return Err(ValidationError::new(
-                    name,
-                    format!("Cannot serialize non-finite float at {name}."),
-                ));
-            }
+            check_finite_float(name, value)?;
         }
         match &self.embedding {
             Some(embedding) => embedding.check_finite(),
