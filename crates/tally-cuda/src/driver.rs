@@ -105,13 +105,7 @@ fn describe_contained(error: DriverError) -> (String, String) {
 }
 
 pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a panic without a message".to_owned()
-    }
+    tally_profile::panic_text(payload).unwrap_or("a panic without a message").to_owned()
 }
 
 /// The driver's version, as `cuDriverGetVersion` encodes it

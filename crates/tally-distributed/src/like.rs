@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use tally_core::ValidationError;
 use tally_core::profile::{ResourceProfile, common_profile_columns, resource_profile_columns};
-use tally_profile::{EmbeddingError, EmbeddingMetadata, PersistedSizes, embedding_footprint};
+use tally_profile::{EmbeddingError, EmbeddingMetadata, PersistedSizes, set_embedding_footprint};
 
 use crate::types::{DISTRIBUTED_SCOPE, DistributedResourceProfile};
 
@@ -123,10 +123,6 @@ pub fn with_distributed_embedding_footprint(
     let Some(mut profile) = profile else {
         return Ok(None);
     };
-    let (footprint, warnings) = embedding_footprint(raw, evaluated, persisted)?;
-    profile.embedding = Some(footprint);
-    profile.warnings.extend(warnings);
-    profile.warnings.sort();
-    profile.warnings.dedup();
+    set_embedding_footprint(&mut profile.embedding, &mut profile.warnings, raw, evaluated, persisted)?;
     Ok(Some(profile))
 }

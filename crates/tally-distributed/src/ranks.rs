@@ -213,13 +213,7 @@ where
 }
 
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "a non-string panic payload".to_owned()
-    }
+    tally_profile::panic_text(payload).unwrap_or("a non-string panic payload").to_owned()
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same

@@ -354,12 +354,28 @@ pub fn with_embedding_footprint(
     let Some(mut profile) = profile else {
         return Ok(None);
     };
-    let (footprint, warnings) = embedding_footprint(raw, evaluated, persisted)?;
-    profile.embedding = Some(footprint);
-    profile.warnings.extend(warnings);
-    profile.warnings.sort();
-    profile.warnings.dedup();
+    set_embedding_footprint(&mut profile.embedding, &mut profile.warnings, raw, evaluated, persisted)?;
     Ok(Some(profile))
+}
+
+/// What vertebrae's `with_embedding_footprint` and
+/// `with_distributed_embedding_footprint` both do to a profile: set its
+/// `embedding` to [`embedding_footprint`] of the variants and merge the
+/// store's warnings into `warnings` (sorted, de-duplicated). On an error
+/// neither is touched.
+pub fn set_embedding_footprint(
+    embedding: &mut Option<EmbeddingFootprint>,
+    warnings: &mut Vec<String>,
+    raw: &EmbeddingMetadata,
+    evaluated: &EmbeddingMetadata,
+    persisted: &PersistedSizes<'_>,
+) -> Result<(), EmbeddingError> {
+    let (footprint, store_warnings) = embedding_footprint(raw, evaluated, persisted)?;
+    *embedding = Some(footprint);
+    warnings.extend(store_warnings);
+    warnings.sort();
+    warnings.dedup();
+    Ok(())
 }
 
 const ARRAY_MANIFEST: &str = "array-manifest.json";

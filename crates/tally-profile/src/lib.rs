@@ -69,10 +69,11 @@ pub use artifacts::artifact_footprint;
 pub use clock::{Clock, MonotonicClock};
 pub use embedding::{
     ArtifactStat, ArtifactStore, EmbeddingError, EmbeddingMetadata, LocalArtifactStore, PersistedSizes,
-    StoreError, dtype_itemsize, embedding_footprint, persisted_array_footprint, with_embedding_footprint,
+    StoreError, dtype_itemsize, embedding_footprint, persisted_array_footprint, set_embedding_footprint,
+    with_embedding_footprint,
 };
 pub use host::{HostMemoryMethod, HostMemoryMode, current_rss_and_hwm};
-pub use profiler::{CallRecord, CallSpec, ProfilerConfig, ResourceProfiler};
+pub use profiler::{CallRecord, CallSpec, ProfilerConfig, ResourceProfiler, panic_text};
 pub use pytext::python_repr;
 pub use tally_core::profile::{
     resource_profile_columns, resource_profile_from_dict, resource_profile_from_json,

@@ -154,14 +154,25 @@ pub struct ResourceProfiler<C: Clock = MonotonicClock> {
     adapter_metadata: Option<ResourceAdapterMetadata>,
 }
 
+/// The message of a caught panic: `panic!` with a literal carries a
+/// `&str`, with formatting a `String`; any other payload has none.
+///
+/// ```
+/// use std::panic::{catch_unwind, panic_any};
+/// use tally_profile::panic_text;
+/// let formatted = catch_unwind(|| panic!("adapter {} failed", 3)).unwrap_err();
+/// assert_eq!(panic_text(formatted.as_ref()), Some("adapter 3 failed"));
+/// let literal = catch_unwind(|| panic!("no device")).unwrap_err();
+/// assert_eq!(panic_text(literal.as_ref()), Some("no device"));
+/// let other = catch_unwind(|| panic_any(7_u32)).unwrap_err();
+/// assert_eq!(panic_text(other.as_ref()), None);
+/// ```
+pub fn panic_text(payload: &(dyn std::any::Any + Send)) -> Option<&str> {
+    payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+}
+
 fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
+    panic_text(payload).unwrap_or("non-string panic payload").to_owned()
 }
 
 fn failure_warning(hook: &str, error: &HookError) -> String {
