@@ -223,29 +223,62 @@ where
         chunk_bytes: options.chunk_bytes.max(1),
         fast: options.fast_path,
     };
+    let map = &map;
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
         let (recycle, recycled) = mpsc::channel::<Window>();
         scope.spawn(move || read_windows(reader, window_bytes, &sender, &recycled));
-        for message in &receiver {
-            let (window, last) = message.map_err(|error| ArtifactError::io(source_name, &error))?;
-            let (outputs, lines) = state.decode_window(window.text(), stats.lines + 1, &map)?;
-            stats.bytes += window.filled as u64;
-            stats.lines += lines;
-            let _ = recycle.send(window);
-            for (output, counts) in outputs {
+        // Decoding runs a window ahead of `sink`, on its own thread, so the
+        // caller's serial work on one window overlaps the parallel decoding
+        // of the next. Windows still reach `sink` in file order, each whole
+        // or not at all, and a window that fails to decode is reported after
+        // every earlier window was handed on: the order of a sequential read.
+        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<T>, ArtifactError>>(1);
+        scope.spawn(move || {
+            let mut next_line = 1;
+            for message in &receiver {
+                let result = message.map_err(|error| ArtifactError::io(source_name, &error)).and_then(
+                    |(window, last)| {
+                        let (outputs, lines) = state.decode_window(window.text(), next_line, map)?;
+                        next_line += lines;
+                        let bytes = window.filled as u64;
+                        let _ = recycle.send(window);
+                        Ok(Decoded { outputs, bytes, lines, last })
+                    },
+                );
+                let stop = !matches!(result, Ok(Decoded { last: false, .. }));
+                // A closed channel means `sink` stopped on an error.
+                if decoded.send(result).is_err() || stop {
+                    return;
+                }
+            }
+        });
+        for message in outputs {
+            let window = message?;
+            stats.bytes += window.bytes;
+            stats.lines += window.lines;
+            for (output, counts) in window.outputs {
                 stats.records += counts.records;
                 stats.compact_records += counts.compact_records;
                 stats.definitions += counts.definitions;
                 sink(output)?;
             }
-            if last {
+            if window.last {
                 break;
             }
         }
         Ok(stats)
     })
+}
+
+/// One window's decoded batches, on their way from the decoding thread to
+/// the sink.
+struct Decoded<T> {
+    outputs: Vec<(T, BatchCounts)>,
+    bytes: u64,
+    lines: u64,
+    last: bool,
 }
 
 /// A buffer of whole lines. `buffer` stays initialized at its full length,
