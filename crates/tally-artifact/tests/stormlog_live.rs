@@ -2,7 +2,7 @@
 //! stormlog 0.4.3): stormlog loads the artifacts tally writes, embedded and
 //! compact, into the same records, and writes the same bytes for them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use proptest::strategy::{Strategy, ValueTree};
@@ -35,11 +35,6 @@ for form, path in zip(sys.argv[1::2], sys.argv[2::2]):
     print("==")
 "#;
 
-fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("TALLY_PYTHON")?;
-    Some(PathBuf::from(python))
-}
-
 fn serialized(records: &[InferenceRecord]) -> Vec<String> {
     records
         .iter()
@@ -61,9 +56,9 @@ fn samples() -> Vec<Vec<InferenceRecord>> {
 
 #[test]
 fn stormlog_loads_what_tally_writes() {
-    let Some(python) = python() else {
-        eprintln!("skipped: TALLY_PYTHON is not set (a Python with stormlog 0.4.3)");
-        return;
+    let python = match tally_testkit::reference_python(&["stormlog"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(why),
     };
     let directory = tempfile::tempdir().expect("temp dir");
     let mut arguments = Vec::new();

@@ -8,11 +8,10 @@ mod gpu_check;
 #[test]
 fn the_gpu_checks_pass_on_a_gpu() {
     if let Err(error) = tally_cuda::driver_available() {
-        eprintln!("skipped: {}", error.reason());
-        return;
+        return tally_testkit::skip(error.reason());
     }
     match gpu_check::run() {
-        gpu_check::Outcome::Skipped(reason) => eprintln!("skipped: {reason}"),
+        gpu_check::Outcome::Skipped(reason) => tally_testkit::skip(reason),
         gpu_check::Outcome::Ran { device, rows } => {
             let table = gpu_check::table(&device, &rows);
             eprintln!("{table}");

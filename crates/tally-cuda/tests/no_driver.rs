@@ -16,7 +16,7 @@ use tally_profile::{CallSpec, ProfilerConfig, ResourceProfileAdapter, ResourcePr
 fn no_driver_reason() -> Option<String> {
     match driver_available() {
         Ok(()) => {
-            eprintln!("skipped: a CUDA driver is present, so its absence cannot be tested here");
+            tally_testkit::skip("a CUDA driver is present, so its absence cannot be tested here");
             None
         }
         Err(error) => Some(error.reason()),

@@ -37,20 +37,9 @@ capture = import_kineto_trace(path, run_id='r', session_id='s', attachment=attac
                               device_uuids={int(sys.argv[3]): sys.argv[2]})\n\
 print(json.dumps([event.to_record() for event in capture.events]))\n";
 
+/// The reference Python when it has `module`, or `None` after saying why.
 fn python(module: &str) -> Option<PathBuf> {
-    let Some(python) = std::env::var_os("TALLY_PYTHON").map(PathBuf::from) else {
-        eprintln!("skipped: TALLY_PYTHON is not set");
-        return None;
-    };
-    let ok = Command::new(&python)
-        .args(["-c", &format!("import {module}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!("skipped: {} cannot import {module}", python.display());
-        return None;
-    }
-    Some(python)
+    tally_testkit::reference_python(&[module]).map_err(tally_testkit::skip).ok()
 }
 
 fn stormlog_records(python: &Path, trace: &Path, uuid: &str, device: u64) -> Vec<Value> {

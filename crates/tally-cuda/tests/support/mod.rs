@@ -38,8 +38,7 @@ pub fn on_fake_driver(name: &str, fake: Fake, extra_env: &[(&str, &Path)], body:
     let library = match fake_library(fake) {
         Ok(dir) => dir,
         Err(why) => {
-            eprintln!("skipped: cannot build the fake CUDA driver ({why})");
-            return;
+            return tally_testkit::skip(format!("cannot build the fake CUDA driver ({why})"));
         }
     };
     let exe = std::env::current_exe().expect("a test binary knows its own path");
