@@ -193,12 +193,51 @@ pub fn covering_alignments<'a>(
     to: &str,
     alignments: impl IntoIterator<Item = &'a CorrelationEvent>,
 ) -> Vec<&'a CorrelationEvent> {
-    alignments
-        .into_iter()
-        .filter_map(Alignment::from_event)
-        .filter(|alignment| alignment.connects(from, to) && alignment.covers(timestamp_ns))
+    covering(timestamp_ns, from, to, alignments.into_iter().filter_map(Alignment::from_event))
         .map(|alignment| alignment.event)
         .collect()
+}
+
+/// The alignments from `from` to `to` whose window covers `timestamp_ns`.
+fn covering<'a>(
+    timestamp_ns: i128,
+    from: &str,
+    to: &str,
+    alignments: impl IntoIterator<Item = Alignment<'a>>,
+) -> impl Iterator<Item = Alignment<'a>> {
+    alignments
+        .into_iter()
+        .filter(move |alignment| alignment.connects(from, to) && alignment.covers(timestamp_ns))
+}
+
+/// stormlog's rule before any chaining, shared by [`align_timestamp`] and
+/// [`align_timestamp_chained`]: the identity on the same domain, else the
+/// one alignment covering the timestamp (returned beside the result);
+/// `Ok(None)` when none covers it, an error when several do.
+fn align_direct<'a, 's>(
+    timestamp_ns: i128,
+    from: &str,
+    to: &'s str,
+    alignments: impl IntoIterator<Item = Alignment<'a>>,
+) -> Result<Option<(AlignedTimestamp<'s>, Option<&'a CorrelationEvent>)>, AlignError> {
+    if timestamp_ns < 0 {
+        return Err(AlignError::NegativeTimestamp);
+    }
+    if from == to {
+        return Ok(Some((
+            AlignedTimestamp { value_ns: timestamp_ns, uncertainty_ns: 0, clock_domain: to },
+            None,
+        )));
+    }
+    let matches: Vec<Alignment<'a>> = covering(timestamp_ns, from, to, alignments).collect();
+    match matches.as_slice() {
+        [only] => {
+            let (value_ns, uncertainty_ns) = only.translate(timestamp_ns);
+            Ok(Some((AlignedTimestamp { value_ns, uncertainty_ns, clock_domain: to }, Some(only.event))))
+        }
+        [] => Ok(None),
+        several => Err(covering_error(from, to, timestamp_ns, several.len())),
+    }
 }
 
 /// A timestamp translated into another clock domain.
@@ -232,22 +271,10 @@ pub fn align_timestamp<'a, 's>(
     to: &'s str,
     alignments: impl IntoIterator<Item = &'a CorrelationEvent>,
 ) -> Result<AlignedTimestamp<'s>, AlignError> {
-    if timestamp_ns < 0 {
-        return Err(AlignError::NegativeTimestamp);
+    match align_direct(timestamp_ns, from, to, alignments.into_iter().filter_map(Alignment::from_event))? {
+        Some((aligned, _)) => Ok(aligned),
+        None => Err(covering_error(from, to, timestamp_ns, 0)),
     }
-    if from == to {
-        return Ok(AlignedTimestamp { value_ns: timestamp_ns, uncertainty_ns: 0, clock_domain: to });
-    }
-    let matches: Vec<Alignment<'a>> = alignments
-        .into_iter()
-        .filter_map(Alignment::from_event)
-        .filter(|alignment| alignment.connects(from, to) && alignment.covers(timestamp_ns))
-        .collect();
-    let [only] = matches.as_slice() else {
-        return Err(covering_error(from, to, timestamp_ns, matches.len()));
-    };
-    let (value_ns, uncertainty_ns) = only.translate(timestamp_ns);
-    Ok(AlignedTimestamp { value_ns, uncertainty_ns, clock_domain: to })
 }
 
 fn covering_error(from: &str, to: &str, timestamp_ns: i128, count: usize) -> AlignError {
@@ -289,23 +316,8 @@ fn chain<'a, 's>(
     to: &'s str,
     alignments: &[Alignment<'a>],
 ) -> Result<ChainedTimestamp<'a, 's>, AlignError> {
-    if timestamp_ns < 0 {
-        return Err(AlignError::NegativeTimestamp);
-    }
-    let identity = AlignedTimestamp { value_ns: timestamp_ns, uncertainty_ns: 0, clock_domain: to };
-    if from == to {
-        return Ok(ChainedTimestamp { aligned: identity, path: Vec::new() });
-    }
-    let direct: Vec<&Alignment<'a>> =
-        alignments.iter().filter(|a| a.connects(from, to) && a.covers(timestamp_ns)).collect();
-    match direct.as_slice() {
-        [only] => {
-            let (value_ns, uncertainty_ns) = only.translate(timestamp_ns);
-            let aligned = AlignedTimestamp { value_ns, uncertainty_ns, clock_domain: to };
-            return Ok(ChainedTimestamp { aligned, path: vec![only.event] });
-        }
-        [] => {}
-        several => return Err(covering_error(from, to, timestamp_ns, several.len())),
+    if let Some((aligned, via)) = align_direct(timestamp_ns, from, to, alignments.iter().copied())? {
+        return Ok(ChainedTimestamp { aligned, path: via.into_iter().collect() });
     }
     let (value_ns, uncertainty_ns, path) = shortest_chain(timestamp_ns, from, to, alignments)
         .ok_or_else(|| covering_error(from, to, timestamp_ns, 0))?;

@@ -99,6 +99,21 @@ fn several_covering_alignments_are_ambiguous_and_negative_timestamps_refused() {
 }
 
 #[test]
+fn chains_keep_stormlogs_direct_rule() {
+    // Before chaining, align_timestamp_chained answers as align_timestamp.
+    let one = alignment("a", "b", 10, 3);
+    let two = alignment("a", "b", 11, 0);
+    let chained = align_timestamp_chained(5, "a", "b", [&one]).expect("one direct");
+    assert_eq!(Ok(chained.aligned), align_timestamp(5, "a", "b", [&one]));
+    assert_eq!(chained.path.len(), 1);
+    assert!(std::ptr::eq(chained.path[0], &one));
+    let error = align_timestamp_chained(5, "a", "b", [&one, &two]).expect_err("ambiguous");
+    assert!(matches!(error, AlignError::Ambiguous { count: 2, .. }));
+    assert_eq!(align_timestamp(5, "a", "b", [&one, &two]), Err(error));
+    assert_eq!(align_timestamp_chained(-1, "a", "b", [&one]).map(|_| ()), Err(AlignError::NegativeTimestamp));
+}
+
+#[test]
 fn chains_pick_the_least_total_uncertainty() {
     let ab = alignment("a", "b", 100, 10);
     let bd = alignment("b", "d", 1000, 10);
