@@ -234,7 +234,9 @@ where
         // of the next. Windows still reach `sink` in file order, each whole
         // or not at all, and a window that fails to decode is reported after
         // every earlier window was handed on: the order of a sequential read.
-        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<T>, ArtifactError>>(1);
+        // A rendezvous channel: one window decoded while one is sunk, and no
+        // more records than that in memory.
+        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<T>, ArtifactError>>(0);
         scope.spawn(move || {
             let mut next_line = 1;
             for message in &receiver {
