@@ -74,7 +74,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 
 /// Lines read per window: small windows keep the decoder's working set at a
 /// few megabytes, and are no slower.
-const WINDOW_BYTES: usize = 1 << 20;
+const WINDOW_BYTES: usize = 1 << 19;
 
 /// Where a record came from, packed into the position the resolver reports
 /// in its errors: the file's index above bit 40, the line below. No table
@@ -123,29 +123,37 @@ pub(crate) fn resolve_files(
         names.push(name.clone());
         let file = names.len() - 1;
         let mut rejected: Option<ResolveError> = None;
-        let mut feed = |batch: RecordBatch| {
-            for (line, record) in batch.lines.iter().zip(&batch.records) {
-                if let Err(error) = resolver.push(position(file, *line), record) {
-                    rejected = Some(error);
-                    // Stop reading: the first rejection is the answer.
-                    return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+        let outcome = std::thread::scope(|scope| {
+            // Spent batches are freed on a thread of their own: the resolver
+            // is the serial part of the pipeline, and freeing thousands of
+            // records per window would lengthen it.
+            let (spent, freeing) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+            scope.spawn(move || freeing.into_iter().for_each(drop));
+            let mut feed = |batch: RecordBatch| {
+                for (line, record) in batch.lines.iter().zip(&batch.records) {
+                    if let Err(error) = resolver.push(position(file, *line), record) {
+                        rejected = Some(error);
+                        // Stop reading: the first rejection is the answer.
+                        return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+                    }
+                }
+                let _ = spent.send(batch);
+                Ok(())
+            };
+            if path.as_os_str() == "-" {
+                decode(std::io::stdin(), &name, &Progress::silent(), &mut feed)
+            } else {
+                match File::open(path) {
+                    Ok(file) => {
+                        let progress = Progress::for_file(path, &file);
+                        let outcome = decode(progress.wrap(file), &name, &progress, &mut feed);
+                        progress.finish();
+                        outcome
+                    }
+                    Err(error) => Err(ArtifactError::whole(&name, ErrorKind::Io, error.to_string())),
                 }
             }
-            Ok(())
-        };
-        let outcome = if path.as_os_str() == "-" {
-            decode(std::io::stdin(), &name, &Progress::silent(), &mut feed)
-        } else {
-            match File::open(path) {
-                Ok(file) => {
-                    let progress = Progress::for_file(path, &file);
-                    let outcome = decode(progress.wrap(file), &name, &progress, &mut feed);
-                    progress.finish();
-                    outcome
-                }
-                Err(error) => Err(ArtifactError::whole(&name, ErrorKind::Io, error.to_string())),
-            }
-        };
+        });
         if let Some(error) = rejected {
             return Err(locate(&names, &error));
         }
