@@ -57,6 +57,7 @@ mod artifacts;
 mod clock;
 mod embedding;
 mod host;
+pub mod overhead;
 mod profiler;
 mod pytext;
 mod sys;
