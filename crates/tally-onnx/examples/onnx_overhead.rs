@@ -16,6 +16,7 @@ use tally_onnx::write::{GraphWriter, Node, TensorPayload};
 use tally_onnx::{
     DataType, OnnxResourceProfileAdapter, OnnxRuntime, OnnxSession, SessionOptions, ShapeBindings,
 };
+use tally_profile::overhead::{PairedTimings, calibrate_batch, time_ns};
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 
 const HIDDEN: u64 = 512;
@@ -93,12 +94,6 @@ fn write_model(dir: &std::path::Path) -> std::io::Result<PathBuf> {
     Ok(path)
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 }
-}
-
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let options = parse()?;
     let runtime = OnnxRuntime::load(Some(&options.library))?;
@@ -107,22 +102,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let mut session = OnnxSession::open(&runtime, &model, &session_options)?;
 
     // Calibrate the batch so one call takes about the target time.
-    let mut batch = 8u64;
-    let mut inputs = session.synthetic_inputs(&ShapeBindings { batch: Some(batch), ..Default::default() })?;
-    for _ in 0..4 {
-        let mut times = Vec::new();
-        for _ in 0..15 {
-            let start = Instant::now();
-            session.run(&inputs)?;
-            times.push(start.elapsed().as_nanos() as f64);
+    let inputs_for = |batch: u64| ShapeBindings { batch: Some(batch), ..Default::default() };
+    let mut inputs = session.synthetic_inputs(&inputs_for(8))?;
+    let mut inputs_batch = 8;
+    let batch = calibrate_batch(8, options.target_ns, 8192, |batch| {
+        if batch != inputs_batch {
+            inputs = session.synthetic_inputs(&inputs_for(batch))?;
+            inputs_batch = batch;
         }
-        let call_ns = median(&mut times);
-        let scaled = ((batch as f64) * options.target_ns as f64 / call_ns).round().clamp(1.0, 8192.0) as u64;
-        if scaled == batch {
-            break;
-        }
-        batch = scaled;
-        inputs = session.synthetic_inputs(&ShapeBindings { batch: Some(batch), ..Default::default() })?;
+        let (ran, ns) = time_ns(|| session.run(&inputs));
+        ran.map(|()| ns)
+    })?;
+    if batch != inputs_batch {
+        inputs = session.synthetic_inputs(&inputs_for(batch))?;
     }
     for _ in 0..20 {
         session.run(&inputs)?;
@@ -130,45 +122,30 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let template = OnnxResourceProfileAdapter::for_session(&session);
     let adapter = || Box::new(template.clone());
-    // Paired calls: each bare call sits next to a measured one (in
-    // alternating order), so load from other processes, which comes and
-    // goes over milliseconds, hits both alike. One profiler per round.
-    let mut bare_ns = Vec::with_capacity(options.calls * options.rounds);
-    let mut measured_ns = Vec::with_capacity(options.calls * options.rounds);
+    // The paired method (tally_profile::overhead); one profiler per round.
+    let mut timings = PairedTimings::with_capacity(options.calls * options.rounds);
     for _ in 0..options.rounds {
         let config = ProfilerConfig { enabled: !options.disabled, ..ProfilerConfig::default() };
         let mut profiler = ResourceProfiler::new(config).with_adapter(adapter());
-        for call in 0..options.calls {
-            let bare = |session: &mut OnnxSession| -> Result<f64, tally_onnx::OnnxError> {
-                let start = Instant::now();
-                session.run(&inputs)?;
-                Ok(start.elapsed().as_nanos() as f64)
-            };
-            let mut measured = |session: &mut OnnxSession| -> Result<f64, tally_onnx::OnnxError> {
-                let start = Instant::now();
-                profiler.measure_call(|| session.run(&inputs), CallSpec::new(batch, "batch"))?;
-                Ok(start.elapsed().as_nanos() as f64)
-            };
-            if call % 2 == 0 {
-                bare_ns.push(bare(&mut session)?);
-                measured_ns.push(measured(&mut session)?);
-            } else {
-                measured_ns.push(measured(&mut session)?);
-                bare_ns.push(bare(&mut session)?);
-            }
+        for _ in 0..options.calls {
+            timings.pair(|measured| {
+                let (ran, ns) = if measured {
+                    time_ns(|| profiler.measure_call(|| session.run(&inputs), CallSpec::new(batch, "batch")))
+                } else {
+                    time_ns(|| session.run(&inputs))
+                };
+                ran.map(|()| ns)
+            })?;
         }
         let profile = profiler.finish(false);
         let recorded = if options.disabled { 0 } else { options.calls };
         assert_eq!(profile.inference.batch_sizes.len(), recorded, "every call was recorded");
     }
-    // Each pair ran back to back: the median of the paired differences
-    // cancels load that changes slower than a pair.
-    let mut differences: Vec<f64> = measured_ns.iter().zip(&bare_ns).map(|(m, b)| m - b).collect();
-    let paired_difference = median(&mut differences);
-    let bare_median = median(&mut bare_ns.clone());
-    let measured_median = median(&mut measured_ns.clone());
-    let bare_total: f64 = bare_ns.iter().sum();
-    let measured_total: f64 = measured_ns.iter().sum();
+    let summary = timings.summary().ok_or("--calls and --rounds must be positive")?;
+    let bare_median = summary.bare_median_ns as f64;
+    let measured_median = summary.measured_median_ns as f64;
+    let bare_total = summary.bare_total_ns as f64;
+    let measured_total = summary.measured_total_ns as f64;
 
     // The profiler's own cost per call, measured around an empty call:
     // stable where the difference above is within the machine's noise.
@@ -188,13 +165,13 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "batch": batch,
         "threads": options.threads,
         "profiler_enabled": !options.disabled,
-        "calls": bare_ns.len(),
+        "calls": summary.pairs,
         "bare_total_ns": bare_total,
         "measured_total_ns": measured_total,
         "bare_median_ns": bare_median,
         "measured_median_ns": measured_median,
-        "paired_difference_median_ns": paired_difference,
-        "relative_overhead_paired": paired_difference / bare_median,
+        "paired_difference_median_ns": summary.paired_difference_median_ns,
+        "relative_overhead_paired": summary.relative_overhead(),
         "relative_overhead_median": (measured_median - bare_median) / bare_median,
         "relative_overhead_total": (measured_total - bare_total) / bare_total,
         "measure_call_empty_ns": per_empty_call_ns,

@@ -9,6 +9,7 @@
 
 use std::time::Instant;
 
+use tally_profile::overhead::{PairedTimings, calibrate_batch, time_ns};
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 use tally_torch::TorchResourceProfileAdapter;
 use tally_torch::tch::nn::{self, Module, VarStore};
@@ -46,12 +47,6 @@ fn parse() -> Result<Options, String> {
     Ok(options)
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let middle = values.len() / 2;
-    if values.len() % 2 == 1 { values[middle] } else { (values[middle - 1] + values[middle]) / 2.0 }
-}
-
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let options = parse()?;
     tch::set_num_threads(options.threads);
@@ -65,52 +60,40 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let input_of = |batch: i64| Tensor::ones([batch, HIDDEN], (Kind::Float, Device::Cpu));
     let call = |input: &Tensor| tch::no_grad(|| model.forward(input));
 
-    let mut batch = 8i64;
-    let mut input = input_of(batch);
-    for _ in 0..4 {
-        let mut times = Vec::new();
-        for _ in 0..15 {
-            let start = Instant::now();
-            let _ = call(&input);
-            times.push(start.elapsed().as_nanos() as f64);
+    // Each timed call drops its output inside the timing, as a caller would.
+    let mut input = input_of(8);
+    let mut input_batch = 8;
+    let samples = calibrate_batch(8, options.target_ns, 8192, |batch| {
+        if batch != input_batch {
+            input = input_of(i64::try_from(batch)?);
+            input_batch = batch;
         }
-        let call_ns = median(&mut times);
-        let scaled = ((batch as f64) * options.target_ns as f64 / call_ns).round().clamp(1.0, 8192.0) as i64;
-        if scaled == batch {
-            break;
-        }
-        batch = scaled;
+        Ok::<_, std::num::TryFromIntError>(time_ns(|| drop(call(&input))).1)
+    })?;
+    let batch = i64::try_from(samples)?;
+    if samples != input_batch {
         input = input_of(batch);
     }
     for _ in 0..20 {
         let _ = call(&input);
     }
 
-    let samples = batch.unsigned_abs();
     let adapter = || Box::new(TorchResourceProfileAdapter::for_var_store(&var_store));
-    let mut bare_ns = Vec::with_capacity(options.calls * options.rounds);
-    let mut measured_ns = Vec::with_capacity(options.calls * options.rounds);
+    // The paired method (tally_profile::overhead); one profiler per round.
+    let mut timings = PairedTimings::with_capacity(options.calls * options.rounds);
     for _ in 0..options.rounds {
         let config = ProfilerConfig { enabled: !options.disabled, ..ProfilerConfig::default() };
         let mut profiler = ResourceProfiler::new(config).with_adapter(adapter());
-        for index in 0..options.calls {
-            let bare = || {
-                let start = Instant::now();
-                let _ = call(&input);
-                start.elapsed().as_nanos() as f64
-            };
-            let mut measured = || {
-                let start = Instant::now();
-                let _ = profiler.measure_call(|| call(&input), CallSpec::new(samples, "batch"));
-                start.elapsed().as_nanos() as f64
-            };
-            if index % 2 == 0 {
-                bare_ns.push(bare());
-                measured_ns.push(measured());
-            } else {
-                measured_ns.push(measured());
-                bare_ns.push(bare());
-            }
+        for _ in 0..options.calls {
+            timings.pair(|measured| {
+                let ns = if measured {
+                    time_ns(|| drop(profiler.measure_call(|| call(&input), CallSpec::new(samples, "batch"))))
+                        .1
+                } else {
+                    time_ns(|| drop(call(&input))).1
+                };
+                Ok::<_, std::convert::Infallible>(ns)
+            })?;
         }
         let profile = profiler.finish(false);
         let recorded = if options.disabled { 0 } else { options.calls };
@@ -118,13 +101,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             return Err("a call was not recorded".into());
         }
     }
-    // Each pair ran back to back: the median of the paired differences
-    // cancels load that changes slower than a pair.
-    let mut differences: Vec<f64> = measured_ns.iter().zip(&bare_ns).map(|(m, b)| m - b).collect();
-    let paired_difference = median(&mut differences);
-    let bare_median = median(&mut bare_ns.clone());
-    let bare_total: f64 = bare_ns.iter().sum();
-    let measured_total: f64 = measured_ns.iter().sum();
+    let summary = timings.summary().ok_or("--calls and --rounds must be positive")?;
 
     // The profiler's own cost per call around an empty call (the adapter
     // synchronizes before and after: resolving devices reads the model).
@@ -142,12 +119,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "batch": batch,
         "threads": options.threads,
         "profiler_enabled": !options.disabled,
-        "calls": bare_ns.len(),
-        "bare_total_ns": bare_total,
-        "measured_total_ns": measured_total,
-        "bare_median_ns": bare_median,
-        "paired_difference_median_ns": paired_difference,
-        "relative_overhead_paired": paired_difference / bare_median,
+        "calls": summary.pairs,
+        "bare_total_ns": summary.bare_total_ns as f64,
+        "measured_total_ns": summary.measured_total_ns as f64,
+        "bare_median_ns": summary.bare_median_ns as f64,
+        "paired_difference_median_ns": summary.paired_difference_median_ns,
+        "relative_overhead_paired": summary.relative_overhead(),
         "measure_call_empty_ns": per_empty_call_ns,
     });
     println!("{report}");
