@@ -53,7 +53,34 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             .env("RUSTDOCFLAGS", "-D warnings"),
         "cargo doc",
     )?;
-    status(cargo_at_root().args(["test", "--workspace", "--all-features"]), "cargo test")?;
+    // Tests that cannot run here append why to this file (tally-testkit's
+    // `skip`); cargo test shows no output of a passing test, so the list is
+    // printed here, failed run or not.
+    let skip_log = root.join("target").join("skipped-tests.log");
+    std::fs::create_dir_all(root.join("target"))?;
+    std::fs::write(&skip_log, "")?;
+    let tested = status(
+        cargo_at_root().args(["test", "--workspace", "--all-features"]).env("TALLY_SKIP_LOG", &skip_log),
+        "cargo test",
+    );
+    print_skips(&skip_log)?;
+    tested
+}
+
+/// The skip lines the tests appended, sorted and without repeats (a test
+/// that re-runs itself in a child may skip in both).
+fn print_skips(log: &Path) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(log)?;
+    let lines: std::collections::BTreeSet<&str> =
+        text.lines().map(str::trim).filter(|line| !line.is_empty()).collect();
+    if lines.is_empty() {
+        println!("no test skipped");
+    } else {
+        println!("{} tests skipped:", lines.len());
+        for line in lines {
+            println!("  {line}");
+        }
+    }
     Ok(())
 }
 

@@ -46,14 +46,14 @@ fn wrong_libraries_are_errors_then_the_right_one_loads() {
         assert!(matches!(error, LoadError::NotALibrary { .. }), "{error}");
     }
 
-    let runtime = common::runtime_library("wrong_libraries_are_errors_then_the_right_one_loads");
+    let runtime = common::runtime_library();
     match other_shared_library(runtime.as_deref()) {
         Some(other) => {
             let error = OnnxRuntime::load(Some(&other)).expect_err("not ONNX Runtime");
             assert!(matches!(error, LoadError::NotOnnxRuntime { .. }), "{other:?}: {error}");
             assert!(error.to_string().contains("OrtGetApiBase"), "{error}");
         }
-        None => eprintln!("skipped: no other shared library found to load as a wrong runtime"),
+        None => tally_testkit::skip("no other shared library found to load as a wrong runtime"),
     }
 
     let Some(library) = runtime else { return };

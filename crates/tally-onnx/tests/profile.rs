@@ -86,7 +86,7 @@ fn check_common(profile: &ResourceProfile, model: &str, calls: u64, samples: u64
 
 #[test]
 fn mlp_with_float32_and_float16_weights() {
-    let Some(library) = runtime_library("mlp_with_float32_and_float16_weights") else { return };
+    let Some(library) = runtime_library() else { return };
     let model = fixture("mlp_f32_f16.onnx");
     let run =
         profile_model(&model, &options(&library, 5, false, ShapeBindings::default())).expect("profiles");
@@ -104,7 +104,7 @@ fn mlp_with_float32_and_float16_weights() {
 
 #[test]
 fn external_data_model() {
-    let Some(library) = runtime_library("external_data_model") else { return };
+    let Some(library) = runtime_library() else { return };
     let model = fixture("external_data.onnx");
     let run = profile_model(&model, &options(&library, 3, true, ShapeBindings::default())).expect("profiles");
     // The warmup is the first call; the 3 calls are all warm.
@@ -118,7 +118,7 @@ fn external_data_model() {
 
 #[test]
 fn symbolic_batch_model_with_dims() {
-    let Some(library) = runtime_library("symbolic_batch_model_with_dims") else { return };
+    let Some(library) = runtime_library() else { return };
     let model = fixture("symbolic_batch.onnx");
     let mut bindings = ShapeBindings { batch: Some(3), ..Default::default() };
     bindings.dims.insert("seq".into(), 5);
@@ -139,7 +139,7 @@ fn symbolic_batch_model_with_dims() {
 
 #[test]
 fn unsynthesizable_inputs_are_named() {
-    let Some(library) = runtime_library("unsynthesizable_inputs_are_named") else { return };
+    let Some(library) = runtime_library() else { return };
     for (model, input, kind) in [
         ("string_input.onnx", "text", "string"),
         ("sequence_input.onnx", "items", "sequence"),
@@ -157,7 +157,7 @@ fn unsynthesizable_inputs_are_named() {
 
 #[test]
 fn adapter_before_and_after_a_session() {
-    let Some(library) = runtime_library("adapter_before_and_after_a_session") else { return };
+    let Some(library) = runtime_library() else { return };
     let model = fixture("mlp_f32_f16.onnx");
     let mut configured = OnnxResourceProfileAdapter::configured(&model, Vec::new());
     let metadata = configured.metadata().expect("metadata");
@@ -197,7 +197,7 @@ fn adapter_before_and_after_a_session() {
 
 #[test]
 fn zero_calls_is_an_error() {
-    let Some(library) = runtime_library("zero_calls_is_an_error") else { return };
+    let Some(library) = runtime_library() else { return };
     let error =
         profile_model(&fixture("mlp_f32_f16.onnx"), &options(&library, 0, false, ShapeBindings::default()))
             .expect_err("zero calls");
@@ -210,7 +210,7 @@ fn zero_calls_is_an_error() {
 fn typed_inputs_round_trip_through_the_runtime() {
     use tally_onnx::DataType;
     use tally_onnx::write::{GraphWriter, Node};
-    let Some(library) = runtime_library("typed_inputs_round_trip_through_the_runtime") else { return };
+    let Some(library) = runtime_library() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let mut graph = GraphWriter::new("typed");
     graph.input("half", DataType::Float16, &[None, Some(3)]);

@@ -154,8 +154,9 @@ fn a_cuda_device_without_a_usable_gpu_fails_the_hooks_with_libtorchs_message() {
     assert!(metadata.asynchronous);
     assert_eq!(metadata.synchronization_method.as_deref(), Some("torch.cuda.synchronize"));
     if Cuda::is_available() {
-        eprintln!("skipped: a CUDA device is available; cargo xtask gpu-check covers the CUDA paths");
-        return;
+        return tally_testkit::skip(
+            "a CUDA device is available; cargo xtask gpu-check covers the CUDA paths",
+        );
     }
     let error = adapter.reset_peak_device_memory().expect_err("no initialized CUDA allocator");
     eprintln!("reset without a GPU: {error}");

@@ -15,19 +15,7 @@ fn fixtures_dir() -> PathBuf {
 }
 
 fn fixtures() -> Vec<(String, Value)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(fixtures_dir())
-        .expect("fixtures")
-        .map(|entry| entry.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let name = path.file_stem().expect("name").to_string_lossy().into_owned();
-            (name, serde_json::from_str(&std::fs::read_to_string(&path).expect("readable")).expect("JSON"))
-        })
-        .collect()
+    tally_testkit::json::json_fixtures(&fixtures_dir())
 }
 
 fn tally(args: &[&str]) -> Output {

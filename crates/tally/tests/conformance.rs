@@ -169,14 +169,9 @@ fn alignments_translate_as_stormlog_translates_them() {
     }
 }
 
+/// The reference Python with stormlog, or `None` after saying why.
 fn reference_python() -> Option<PathBuf> {
-    match std::env::var_os("TALLY_PYTHON") {
-        Some(python) => Some(PathBuf::from(python)),
-        None => {
-            eprintln!("skipped: TALLY_PYTHON is not set (needs a Python with stormlog 0.4.3)");
-            None
-        }
-    }
+    tally_testkit::reference_python(&["stormlog"]).map_err(tally_testkit::skip).ok()
 }
 
 fn run_script(python: &Path, args: &[&str]) {

@@ -31,14 +31,12 @@ fn fake_driver(dir: &Path, no_device: bool) -> Option<PathBuf> {
     match command.output() {
         Ok(output) if output.status.success() => Some(dir.to_path_buf()),
         Ok(output) => {
-            eprintln!(
-                "skipped: cannot build the fake CUDA driver: {}",
-                String::from_utf8_lossy(&output.stderr)
-            );
+            let why = String::from_utf8_lossy(&output.stderr);
+            tally_testkit::skip(format!("cannot build the fake CUDA driver: {why}"));
             None
         }
         Err(error) => {
-            eprintln!("skipped: cannot build the fake CUDA driver: {error}");
+            tally_testkit::skip(format!("cannot build the fake CUDA driver: {error}"));
             None
         }
     }

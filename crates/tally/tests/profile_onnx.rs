@@ -78,7 +78,7 @@ fn check_profile(profile: &Value, model: &str, calls: usize, samples: u64) {
 
 #[test]
 fn profiles_each_model_and_the_outputs_are_the_networks() {
-    let Some(library) = runtime_library("profiles_each_model_and_the_outputs_are_the_networks") else {
+    let Some(library) = runtime_library() else {
         return;
     };
     let dir = tempfile::tempdir().expect("tempdir");
@@ -120,7 +120,7 @@ fn profiles_each_model_and_the_outputs_are_the_networks() {
 
 #[test]
 fn table_output_and_input_errors() {
-    let Some(library) = runtime_library("table_output_and_input_errors") else { return };
+    let Some(library) = runtime_library() else { return };
     let output = run(tally()
         .args(["profile", "--calls", "3", "--ort-lib"])
         .arg(&library)
@@ -176,7 +176,7 @@ fn missing_and_wrong_libraries_are_clean_errors() {
         assert!(!message.contains("panicked"), "{message}");
     }
     // A shared library that is not ONNX Runtime.
-    let other = runtime_library("missing_and_wrong_libraries_are_clean_errors")
+    let other = runtime_library()
         .and_then(|library| library.parent().map(|dir| dir.join("libonnxruntime_providers_shared.so")))
         .filter(|path| path.is_file());
     match other {
@@ -185,7 +185,7 @@ fn missing_and_wrong_libraries_are_clean_errors() {
             assert_eq!(output.status.code(), Some(1));
             assert!(stderr(&output).contains("is not an ONNX Runtime library"), "{}", stderr(&output));
         }
-        None => eprintln!("skipped: wrong-library case: no other shared library beside the runtime"),
+        None => tally_testkit::skip("wrong-library case: no other shared library beside the runtime"),
     }
 }
 
@@ -194,11 +194,11 @@ fn missing_and_wrong_libraries_are_clean_errors() {
 /// reference interpreter.
 #[test]
 fn vertebrae_loads_the_printed_profile() {
-    let Some(python) = std::env::var_os("TALLY_PYTHON") else {
-        eprintln!("skipped: vertebrae_loads_the_printed_profile: TALLY_PYTHON is not set");
-        return;
+    let python = match tally_testkit::reference_python(&["vertebrae"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(why),
     };
-    let Some(library) = runtime_library("vertebrae_loads_the_printed_profile") else { return };
+    let Some(library) = runtime_library() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (profile, _) = profile_json(&library, "external_data.onnx", &["--calls", "3"], dir.path());
     let script = "import json, sys\n\
@@ -206,19 +206,7 @@ fn vertebrae_loads_the_printed_profile() {
                   from vertebrae.profiling import resource_profile_from_dict\n\
                   value = json.load(sys.stdin)\n\
                   print(json.dumps(asdict(resource_profile_from_dict(value))))\n";
-    let mut child = Command::new(python)
-        .args(["-c", script])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("python starts");
-    {
-        use std::io::Write;
-        let mut stdin = child.stdin.take().expect("stdin");
-        stdin.write_all(profile.to_string().as_bytes()).expect("write profile");
-    }
-    let output = child.wait_with_output().expect("python runs");
+    let output = tally_testkit::run_python(&python, script, profile.to_string().as_bytes());
     assert!(output.status.success(), "vertebrae rejected the profile: {}", stderr(&output));
     let round_trip: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(round_trip, profile);

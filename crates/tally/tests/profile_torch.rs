@@ -159,9 +159,11 @@ mod with_torch {
 
     #[test]
     fn vertebrae_loads_the_profile() {
-        let Some(python) = std::env::var_os("TALLY_PYTHON") else {
-            eprintln!("skipped: TALLY_PYTHON is not set (vertebrae's resource_profile_from_dict check)");
-            return;
+        let python = match tally_testkit::reference_python(&["vertebrae"]) {
+            Ok(python) => python,
+            Err(why) => {
+                return tally_testkit::skip(format!("vertebrae's resource_profile_from_dict check: {why}"));
+            }
         };
         let dump = tempfile::tempdir().expect("tempdir");
         let profile = profile_json("normed", &[], dump.path());
@@ -169,19 +171,7 @@ mod with_torch {
                       from vertebrae.profiling import resource_profile_from_dict\n\
                       profile = resource_profile_from_dict(json.load(sys.stdin))\n\
                       print(json.dumps(dataclasses.asdict(profile)))\n";
-        let mut child = Command::new(python)
-            .args(["-c", script])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("TALLY_PYTHON runs");
-        {
-            use std::io::Write;
-            let mut stdin = child.stdin.take().expect("stdin");
-            stdin.write_all(profile.to_string().as_bytes()).expect("write profile");
-        }
-        let output = child.wait_with_output().expect("python finishes");
+        let output = tally_testkit::run_python(&python, script, profile.to_string().as_bytes());
         assert!(output.status.success(), "vertebrae rejected the profile: {}", stderr(&output));
         let back: Value = serde_json::from_slice(&output.stdout).expect("asdict JSON");
         assert_eq!(back, profile, "vertebrae's asdict of the loaded profile is tally's JSON");

@@ -23,15 +23,16 @@ pub fn expected() -> serde_json::Value {
 }
 
 /// The ONNX Runtime library: `ORT_DYLIB_PATH`, else the repository venv's
-/// onnxruntime wheel. `None` (after printing why) when there is none.
-pub fn runtime_library(test: &str) -> Option<PathBuf> {
+/// onnxruntime wheel. `None` (after saying the calling test skipped) when
+/// there is none.
+pub fn runtime_library() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|value| !value.is_empty()) {
         return Some(PathBuf::from(path));
     }
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let found = venv_library(&workspace.join(".venv"));
     if found.is_none() {
-        eprintln!("skipped: {test}: no ONNX Runtime library (ORT_DYLIB_PATH unset, none in .venv)");
+        tally_testkit::skip("no ONNX Runtime library (ORT_DYLIB_PATH unset, none in .venv)");
     }
     found
 }
