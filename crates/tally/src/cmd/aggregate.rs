@@ -26,7 +26,8 @@ use tally_core::profile::ResourceProfile;
 use tally_distributed::{AggregateError, AggregateOptions, AggregateRequest, DistributedResourceProfile};
 use tally_profile::{ArtifactStore, EmbeddingMetadata, LocalArtifactStore};
 
-use super::account::{Layout, readable_ns};
+use super::account::Layout;
+use super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};
 
 /// Arguments of `tally aggregate`.
 #[derive(Debug, clap::Args)]
@@ -172,28 +173,6 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn seconds(value: Option<f64>) -> String {
-    match value {
-        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-            readable_ns((seconds * 1e9).round() as u128)
-        }
-        _ => "-".to_owned(),
-    }
-}
-
-fn bytes(value: Option<u64>) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    let Some(bytes) = value else {
-        return "-".to_owned();
-    };
-    for (scale, unit) in UNITS {
-        if bytes >= scale {
-            return format!("{:.2} {unit} ({bytes} B)", bytes as f64 / scale as f64);
-        }
-    }
-    format!("{bytes} B")
-}
-
 fn held_by(key: &Option<String>) -> String {
     key.as_ref().map(|key| format!(" (shard {key})")).unwrap_or_default()
 }
@@ -231,46 +210,34 @@ fn table(profile: &DistributedResourceProfile) -> String {
     ));
     line(format!(
         "max worker RSS     {}{}",
-        bytes(profile.max_worker_peak_rss_bytes),
+        optional_bytes(profile.max_worker_peak_rss_bytes),
         held_by(&profile.max_worker_peak_rss_shard_key)
     ));
     line(format!(
         "max worker device  {}{}",
-        bytes(profile.max_worker_peak_device_allocated_bytes),
+        optional_bytes(profile.max_worker_peak_device_allocated_bytes),
         held_by(&profile.max_worker_peak_device_shard_key)
     ));
     match &profile.model {
-        Some(model) => line(format!(
-            "model              {}: {} parameters, {} ({})",
-            model.status,
-            model.parameter_count.map_or_else(|| "-".to_owned(), |count| count.to_string()),
-            bytes(model.parameter_bytes),
-            if model.weight_dtypes.is_empty() { "-".to_owned() } else { model.weight_dtypes.join(", ") }
-        )),
+        Some(model) => line(format!("model              {}", model_summary(model))),
         None => line("model              - (no measured worker reported one)".to_owned()),
     }
     if let Some(embedding) = &profile.embedding {
         let persisted = embedding.evaluated_persisted.as_ref();
         line(format!(
             "merged embeddings  {} resident, {:.1} B per embedding; persisted {}{}",
-            bytes(Some(embedding.evaluated_bytes)),
+            readable_bytes(embedding.evaluated_bytes),
             embedding.bytes_per_embedding,
             persisted.map_or("-", |persisted| persisted.status.as_str()),
             persisted
                 .and_then(|persisted| persisted.bytes)
-                .map(|size| format!(" {}", bytes(Some(size))))
+                .map(|size| format!(" {}", readable_bytes(size)))
                 .unwrap_or_default()
         ));
     }
-    line(format!("shard persisted    {}", bytes(profile.shard_persisted_bytes)));
+    line(format!("shard persisted    {}", optional_bytes(profile.shard_persisted_bytes)));
     line(format!("shards             {}", profile.shard_keys.join(", ")));
-    if !profile.warnings.is_empty() {
-        line(String::new());
-        line("warnings".to_owned());
-        for warning in &profile.warnings {
-            line(format!("  - {warning}"));
-        }
-    }
+    write_warnings(&mut out, &profile.warnings);
     out
 }
 

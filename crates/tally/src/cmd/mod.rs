@@ -9,6 +9,7 @@ pub mod import;
 pub mod input;
 pub mod profile;
 pub mod progress;
+mod readable;
 pub mod shares;
 pub mod validate;
 

@@ -8,7 +8,8 @@ use anyhow::Context;
 use serde_json::Value;
 use tally_core::profile::ResourceProfile;
 
-use super::super::account::{Layout, readable_ns};
+use super::super::account::Layout;
+use super::super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};
 
 /// What a model run adds to the printed profile.
 pub(crate) struct Report {
@@ -29,31 +30,6 @@ pub(crate) fn print(report: &Report, profile: &ResourceProfile, layout: Layout) 
         Layout::Table => print!("{}", table(report, profile)),
     }
     Ok(())
-}
-
-fn seconds(value: Option<f64>) -> String {
-    match value {
-        Some(seconds) if seconds.is_finite() && seconds >= 0.0 => {
-            readable_ns((seconds * 1e9).round() as u128)
-        }
-        _ => "-".to_owned(),
-    }
-}
-
-/// Bytes for people: exact below a KiB, else binary units with the exact
-/// count beside them.
-pub(crate) fn readable_bytes(bytes: u64) -> String {
-    const UNITS: [(u64, &str); 3] = [(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")];
-    for (scale, unit) in UNITS {
-        if bytes >= scale {
-            return format!("{:.2} {unit} ({bytes} B)", bytes as f64 / scale as f64);
-        }
-    }
-    format!("{bytes} B")
-}
-
-fn optional_bytes(bytes: Option<u64>) -> String {
-    bytes.map_or_else(|| "-".to_owned(), readable_bytes)
 }
 
 fn context_text(profile: &ResourceProfile, key: &str) -> String {
@@ -119,13 +95,7 @@ fn table(report: &Report, profile: &ResourceProfile) -> String {
         )),
     }
     let model = &profile.model;
-    line(format!(
-        "model          {}: {} parameters, {} ({})",
-        model.status,
-        model.parameter_count.map_or_else(|| "-".to_owned(), |count| count.to_string()),
-        optional_bytes(model.parameter_bytes),
-        if model.weight_dtypes.is_empty() { "-".to_owned() } else { model.weight_dtypes.join(", ") }
-    ));
+    line(format!("model          {}", model_summary(model)));
     line(format!("  checkpoint   {}: {}", model.checkpoint_status, optional_bytes(model.checkpoint_bytes)));
     for artifact in &model.artifacts {
         let reason = artifact.reason.as_deref().map(|reason| format!(" ({reason})")).unwrap_or_default();
@@ -137,13 +107,7 @@ fn table(report: &Report, profile: &ResourceProfile) -> String {
             artifact.status
         ));
     }
-    if !profile.warnings.is_empty() {
-        line(String::new());
-        line("warnings".to_owned());
-        for warning in &profile.warnings {
-            line(format!("  - {warning}"));
-        }
-    }
+    write_warnings(&mut out, &profile.warnings);
     out
 }
 
@@ -160,16 +124,4 @@ pub(crate) fn write_json_atomically(dir: &Path, name: &str, value: &Value) -> an
         return Err(error).with_context(|| format!("renaming to {}", target.display()));
     }
     Ok(target)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bytes_read_in_binary_units() {
-        assert_eq!(readable_bytes(712), "712 B");
-        assert_eq!(readable_bytes(8464), "8.27 KiB (8464 B)");
-        assert_eq!(readable_bytes(3 << 20), "3.00 MiB (3145728 B)");
-    }
 }
