@@ -178,11 +178,7 @@ struct Loaded {
 static LOADED: Mutex<Loaded> = Mutex::new(Loaded { runtime: None, library_in_ort: None });
 
 fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "panic".to_owned())
+    tally_profile::panic_text(payload).unwrap_or("panic").to_owned()
 }
 
 impl OnnxRuntime {
