@@ -82,7 +82,14 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
 /// calibration and alignment.
 fn cuda(root: &Path) -> anyhow::Result<Outcome> {
     let program = build_example(root, "tally-cuda", "gpu_check")?;
-    let (success, output) = run_with_timeout(Command::new(&program).current_dir(root), PROGRAM_TIMEOUT)?;
+    run_program(root, &program)
+}
+
+/// Runs a check program from `root` within [`PROGRAM_TIMEOUT`] and prints
+/// its table. It skipped when it succeeded with a line `skipped: <why>`,
+/// failed when it exited non-zero, and passed otherwise.
+fn run_program(root: &Path, program: &Path) -> anyhow::Result<Outcome> {
+    let (success, output) = run_with_timeout(Command::new(program).current_dir(root), PROGRAM_TIMEOUT)?;
     print!("{output}");
     let skipped = output.lines().find_map(|line| line.strip_prefix("skipped: "));
     Ok(match (success, skipped) {

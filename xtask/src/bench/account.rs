@@ -10,15 +10,13 @@
 //! quarter of its peak RSS; the union of 10 million intervals in under one
 //! second on one core.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::generate::{ArtifactSpec, GenForm, Generated, write_artifact};
-use super::{BenchContext, Measure, Row};
-use crate::workspace_root;
+use super::generate::{ArtifactSpec, GenForm, cached_artifact};
+use super::{BenchContext, Measure, Row, json_f64, parse_json};
 
 /// stormlog's whole path: load, resolve, account; prints the device totals
 /// so the run can be checked against tally's.
@@ -52,28 +50,6 @@ _merged_duration(intervals)
 print(time.perf_counter() - started)
 "#;
 
-/// The generated file, reused while it exists with the size recorded beside
-/// it (the same names as the artifact bench, so the two share files).
-fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Generated)> {
-    let stem =
-        format!("artifact-{}-{}mb-{}ranks", spec.form.label(), spec.target_bytes / 1_000_000, spec.ranks);
-    let path = scratch.join(format!("{stem}.jsonl"));
-    let stamp = scratch.join(format!("{stem}.count"));
-    if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
-        let mut parts = count.split_whitespace().map(str::parse::<u64>);
-        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) =
-            (parts.next(), parts.next(), parts.next())
-            && bytes == meta.len()
-        {
-            return Ok((path, Generated { bytes, records, lines }));
-        }
-    }
-    println!("generating {} ...", path.display());
-    let made = write_artifact(&path, spec)?;
-    std::fs::write(&stamp, format!("{} {} {}", made.bytes, made.records, made.lines))?;
-    Ok((path, made))
-}
-
 /// tally's device totals in the reference script's row form.
 fn device_rows(report: &Value) -> Value {
     let rows: Vec<Value> = report["device_totals"]
@@ -104,7 +80,7 @@ fn device_rows(report: &Value) -> Value {
 fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
     let spec = ArtifactSpec { target_bytes, form: GenForm::Compact, ranks: 4 };
-    let (path, made) = artifact(ctx.scratch_dir(), &spec)?;
+    let (path, made) = cached_artifact(ctx.scratch_dir(), &spec)?;
     let tally = ctx.tally_bin()?;
     // Best of three: a run of half a second on a shared machine varies by a
     // third from one run to the next; stormlog's ten seconds do not.
@@ -131,7 +107,7 @@ fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
             let (reference, stdout) = ctx
                 .run_measured_capture(Command::new(python).arg("-c").arg(STORMLOG_ACCOUNT).arg(&path))
                 .context("stormlog load + resolve + account")?;
-            let theirs: Value = serde_json::from_str(stdout.trim()).context("reference output")?;
+            let theirs = parse_json(&stdout, "reference output")?;
             if theirs["device_totals"] != device_rows(&report)
                 || theirs["iterations"].as_u64()
                     != report["iterations"].as_array().map(|list| list.len() as u64)
@@ -149,25 +125,10 @@ fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
 
 fn union(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let count: u64 = if ctx.quick() { 1_000_000 } else { 10_000_000 };
-    let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    crate::python::status(
-        Command::new(cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "tally-gpu-time",
-            "--example",
-            "union_bench",
-        ]),
-        "cargo build --release --example union_bench",
-    )?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    let binary = target.join("release/examples/union_bench");
+    let binary = ctx.release_example("tally-gpu-time", "union_bench")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(count.to_string()))?;
-    let result: Value = serde_json::from_str(stdout.trim()).context("union_bench output")?;
-    let seconds = |key: &str| result[key].as_f64().context("union_bench output lacks a time");
+    let result = parse_json(&stdout, "union_bench output")?;
+    let seconds = |key: &str| json_f64(&result, key, "union_bench output");
     let reference = match ctx.python() {
         Some(python) if !ctx.quick() || count <= 1_000_000 => {
             let (_, stdout) = ctx

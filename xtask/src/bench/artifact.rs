@@ -2,12 +2,11 @@
 //! least 150 MB (embedded v2/v3 and compact v4), beside stormlog's
 //! `load_inference_artifact` on the same files where Python is installed.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
 
-use super::generate::{ArtifactSpec, GenForm, Generated, write_artifact};
+use super::generate::{ArtifactSpec, GenForm, cached_artifact};
 use super::{BenchContext, Measure, Row};
 
 /// Loads the artifact with stormlog and prints how many records it holds.
@@ -15,57 +14,15 @@ const STORMLOG_LOAD: &str = "import sys\n\
 from stormlog.infer.correlation_events import load_inference_artifact\n\
 print(len(load_inference_artifact(sys.argv[1])))\n";
 
-/// The generated file for `spec`, reused across runs while it exists with
-/// the size recorded beside it.
-fn artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Generated)> {
-    let stem =
-        format!("artifact-{}-{}mb-{}ranks", spec.form.label(), spec.target_bytes / 1_000_000, spec.ranks);
-    let path = scratch.join(format!("{stem}.jsonl"));
-    let stamp = scratch.join(format!("{stem}.count"));
-    if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
-        let mut parts = count.split_whitespace().map(str::parse::<u64>);
-        if let (Some(Ok(bytes)), Some(Ok(records)), Some(Ok(lines))) =
-            (parts.next(), parts.next(), parts.next())
-            && bytes == meta.len()
-        {
-            return Ok((path, Generated { bytes, records, lines }));
-        }
-    }
-    println!("generating {} ...", path.display());
-    let made = write_artifact(&path, spec)?;
-    std::fs::write(&stamp, format!("{} {} {}", made.bytes, made.records, made.lines))?;
-    Ok((path, made))
-}
-
-/// The release build of tally-artifact's `read_artifact` example, which
-/// holds every record in memory and prints `records decoded_bytes`.
-fn read_all_bin() -> anyhow::Result<PathBuf> {
-    let root = crate::workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    crate::python::status(
-        Command::new(cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "tally-artifact",
-            "--example",
-            "read_artifact",
-        ]),
-        "cargo build --release --example read_artifact",
-    )?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release/examples/read_artifact"))
-}
-
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
     let tally = ctx.tally_bin()?;
-    let read_all = read_all_bin()?;
+    // Holds every record in memory and prints `records decoded_bytes`.
+    let read_all = ctx.release_example("tally-artifact", "read_artifact")?;
     for form in [GenForm::Embedded, GenForm::Compact] {
         let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
-        let (path, made) = artifact(ctx.scratch_dir(), &spec)?;
+        let (path, made) = cached_artifact(ctx.scratch_dir(), &spec)?;
         let (measure, stdout) =
             ctx.run_measured_capture(Command::new(&tally).args(["validate", "--format", "json"]).arg(&path))?;
         let report: serde_json::Value =

@@ -17,8 +17,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{BenchContext, Measure, Row};
-use crate::workspace_root;
+use super::{BenchContext, Measure, Row, json_f64, parse_json};
 
 /// vertebrae's aggregation of a request file: prints the load time and the
 /// fastest of REPEAT aggregations, writes the aggregate (asdict) to OUT.
@@ -51,25 +50,6 @@ print(json.dumps({"load_s": load, "aggregate_s": best}))
 
 const REPEAT: &str = "5";
 
-fn bench_binary() -> anyhow::Result<PathBuf> {
-    let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    crate::python::status(
-        Command::new(cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "tally-distributed",
-            "--example",
-            "aggregate_bench",
-        ]),
-        "cargo build --release --example aggregate_bench",
-    )?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release/examples/aggregate_bench"))
-}
-
 /// Equal as Python compares JSON, and floats bit for bit.
 fn same(ours: &Value, theirs: &Value) -> bool {
     match (ours, theirs) {
@@ -84,14 +64,10 @@ fn same(ours: &Value, theirs: &Value) -> bool {
     }
 }
 
-fn seconds(value: &Value, key: &str) -> anyhow::Result<f64> {
-    value[key].as_f64().with_context(|| format!("benchmark output lacks {key}"))
-}
-
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let workers: u64 = if ctx.quick() { 1_000 } else { 10_000 };
-    let binary = bench_binary()?;
+    let binary = ctx.release_example("tally-distributed", "aggregate_bench")?;
     let request: PathBuf = ctx.scratch_dir().join(format!("distributed-request-{workers}.json"));
     if !request.exists() {
         crate::python::status(
@@ -102,14 +78,14 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let bytes = std::fs::metadata(&request).context("the generated request")?.len();
     let path = request.to_str().context("a UTF-8 scratch path")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).args(["time", path, REPEAT]))?;
-    let ours: Value = serde_json::from_str(stdout.trim()).context("aggregate_bench output")?;
-    let ns = |key: &str| ours[key].as_f64().map(|ns| ns / 1e9).with_context(|| format!("no {key}"));
+    let ours = parse_json(&stdout, "aggregate_bench output")?;
+    let ns = |key: &str| json_f64(&ours, key, "aggregate_bench output").map(|ns| ns / 1e9);
     let (sequential, parallel, load) = (ns("sequential_ns")?, ns("parallel_ns")?, ns("load_ns")?);
 
     let tally_bin = ctx.tally_bin()?;
     let (tally_process, printed) =
         ctx.run_measured_capture(Command::new(&tally_bin).args(["aggregate", "--request", path]))?;
-    let printed: Value = serde_json::from_str(printed.trim()).context("tally aggregate output")?;
+    let printed = parse_json(&printed, "tally aggregate output")?;
 
     let reference = match ctx.python() {
         Some(python) => {
@@ -133,8 +109,9 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
                     Command::new(python).arg("-c").arg(VERTEBRAE_AGGREGATE).args([path, REPEAT, "-"]),
                 )
                 .context("vertebrae aggregate_distributed_resource_profiles")?;
-            let timing: Value = serde_json::from_str(stdout.trim()).context("reference output")?;
-            Some((process, seconds(&timing, "aggregate_s")?, seconds(&timing, "load_s")?))
+            let timing = parse_json(&stdout, "reference output")?;
+            let seconds = |key: &str| json_f64(&timing, key, "reference output");
+            Some((process, seconds("aggregate_s")?, seconds("load_s")?))
         }
         None => None,
     };

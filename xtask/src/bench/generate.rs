@@ -26,7 +26,7 @@
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
@@ -253,6 +253,20 @@ impl Writer {
 fn span(fields: &mut Vec<(&'static str, Json)>, start: u64, end: u64) {
     fields.push(("start_ns", n(start)));
     fields.push(("end_ns", n(end)));
+}
+
+/// The artifact for `spec` in `scratch`, generated on first use and reused
+/// while its recorded size matches (one name per spec, so the artifact and
+/// account benches share files).
+pub fn cached_artifact(scratch: &Path, spec: &ArtifactSpec) -> anyhow::Result<(PathBuf, Generated)> {
+    let stem =
+        format!("artifact-{}-{}mb-{}ranks", spec.form.label(), spec.target_bytes / 1_000_000, spec.ranks);
+    let path = scratch.join(format!("{stem}.jsonl"));
+    let [bytes, records, lines] = super::cached_input(&path, |path| {
+        let made = write_artifact(path, spec)?;
+        Ok([made.bytes, made.records, made.lines])
+    })?;
+    Ok((path, Generated { bytes, records, lines }))
 }
 
 /// Writes an artifact to `path` per `spec` and says what it holds.

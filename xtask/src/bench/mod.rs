@@ -6,14 +6,14 @@
 //! (the release `tally` binary, a reference Python script) as child processes
 //! so wall time and peak RSS are the process's own, and records [`Row`]s.
 
-#![allow(dead_code, reason = "FIXME: remove once the first benchmark is registered")]
-
+use std::ffi::OsStr;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, bail};
+use serde_json::Value;
 
 use crate::workspace_root;
 
@@ -22,6 +22,7 @@ mod artifact;
 mod distributed;
 pub mod generate;
 mod onnx;
+mod paired_overhead;
 mod profile;
 mod torch;
 mod trace;
@@ -112,16 +113,55 @@ impl BenchContext {
         if let Some(path) = &self.tally_bin {
             return Ok(path.clone());
         }
-        let root = workspace_root();
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        crate::python::status(
-            Command::new(cargo).current_dir(&root).args(["build", "--release", "--quiet", "-p", "tally"]),
-            "cargo build --release -p tally",
-        )?;
-        let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-        let path = target.join("release/tally");
+        cargo_build_release(&["-p", "tally"], "cargo build --release -p tally", |_| {})?;
+        let path = target_dir().join("release/tally");
         self.tally_bin = Some(path.clone());
         Ok(path)
+    }
+
+    /// Builds `package`'s example `example` in release mode and returns its
+    /// executable (cargo checks it is up to date on every call).
+    pub fn release_example(&self, package: &str, example: &str) -> anyhow::Result<PathBuf> {
+        self.release_example_with(package, example, |_| {})
+    }
+
+    /// [`BenchContext::release_example`] with the cargo command adjusted
+    /// first (e.g. its `PATH`, for libtorch).
+    pub fn release_example_with(
+        &self,
+        package: &str,
+        example: &str,
+        configure: impl FnOnce(&mut Command),
+    ) -> anyhow::Result<PathBuf> {
+        cargo_build_release(
+            &["-p", package, "--example", example],
+            &format!("cargo build --release --example {example}"),
+            configure,
+        )?;
+        Ok(target_dir().join("release/examples").join(example))
+    }
+
+    /// Runs the reference Python on `script` with `args` (unmeasured) and
+    /// parses the JSON it prints. `None` when there is no reference Python,
+    /// or, after printing `{label} not run: <why>`, when the script fails
+    /// (e.g. an optional package such as onnxruntime is missing): the
+    /// benchmark then goes on with tally's figures alone.
+    pub fn run_reference_json<I, S>(&self, label: &str, script: &str, args: I) -> Option<Value>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let python = self.python()?;
+        let why = match Command::new(python).arg("-c").arg(script).args(args).output() {
+            Ok(output) if output.status.success() => match serde_json::from_slice(&output.stdout) {
+                Ok(value) => return Some(value),
+                Err(error) => format!("its output is not JSON ({error})"),
+            },
+            Ok(output) => String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or("").to_owned(),
+            Err(error) => error.to_string(),
+        };
+        println!("{label} not run: {why}");
+        None
     }
 
     /// Runs a child to completion, measuring wall time and peak RSS; fails
@@ -140,6 +180,58 @@ impl BenchContext {
         print_row(&row);
         self.rows.push(row);
     }
+}
+
+/// `cargo build --release --quiet ARGS` in the workspace root.
+fn cargo_build_release(
+    args: &[&str],
+    what: &str,
+    configure: impl FnOnce(&mut Command),
+) -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    configure(&mut command);
+    command.current_dir(workspace_root()).args(["build", "--release", "--quiet"]).args(args);
+    crate::python::status(&mut command, what)
+}
+
+/// Where cargo puts what it builds: `CARGO_TARGET_DIR`, else `target`.
+fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| workspace_root().join("target"), PathBuf::from)
+}
+
+/// A generated input reused across runs: `path` is kept while the stamp
+/// beside it (`path` with extension `count`) holds its size followed by the
+/// other figures `generate` returned; otherwise `generate` writes `path` and
+/// returns those figures, the file's size first.
+pub fn cached_input<const N: usize>(
+    path: &Path,
+    generate: impl FnOnce(&Path) -> anyhow::Result<[u64; N]>,
+) -> anyhow::Result<[u64; N]> {
+    let stamp = path.with_extension("count");
+    if let (Ok(meta), Ok(count)) = (std::fs::metadata(path), std::fs::read_to_string(&stamp)) {
+        let parsed: Result<Vec<u64>, _> = count.split_whitespace().map(str::parse::<u64>).collect();
+        if let Ok(Ok(figures)) = parsed.map(<[u64; N]>::try_from)
+            && figures.first() == Some(&meta.len())
+        {
+            return Ok(figures);
+        }
+    }
+    println!("generating {} ...", path.display());
+    let figures = generate(path)?;
+    let text: Vec<String> = figures.iter().map(u64::to_string).collect();
+    std::fs::write(&stamp, text.join(" "))?;
+    Ok(figures)
+}
+
+/// Parses the JSON a benchmark program printed.
+pub fn parse_json(stdout: &str, what: &str) -> anyhow::Result<Value> {
+    serde_json::from_str(stdout.trim()).with_context(|| what.to_owned())
+}
+
+/// The number under `key` of a benchmark program's JSON output.
+pub fn json_f64(value: &Value, key: &str, what: &str) -> anyhow::Result<f64> {
+    value[key].as_f64().with_context(|| format!("{what} lacks {key}"))
 }
 
 fn run_measured(command: &mut Command, capture: bool) -> anyhow::Result<(Measure, String)> {
@@ -211,7 +303,7 @@ fn print_row(row: &Row) {
     let _ = std::io::stdout().flush();
 }
 
-fn row_json(row: &Row) -> serde_json::Value {
+fn row_json(row: &Row) -> Value {
     let measure = |m: &Measure| serde_json::json!({"seconds": m.seconds, "peak_rss_bytes": m.peak_rss_bytes});
     serde_json::json!({
         "name": row.name,
@@ -253,7 +345,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
         bench(&mut ctx).with_context(|| format!("benchmark {name}"))?;
     }
     if json {
-        let rows: Vec<serde_json::Value> = ctx.rows.iter().map(row_json).collect();
+        let rows: Vec<Value> = ctx.rows.iter().map(row_json).collect();
         let path = workspace_root().join("target/bench/results.json");
         std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
         println!("{}", serde_json::to_string_pretty(&rows)?);

@@ -12,14 +12,12 @@
 //! host memory on, so it runs fewer calls and its per-call cost is scaled to
 //! tally's call count; the speed ratio is then the per-call ratio.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{BenchContext, Measure, Row};
-use crate::workspace_root;
+use super::{BenchContext, Measure, Row, json_f64, parse_json};
 
 /// vertebrae's profiler on a no-op, minus the bare loop; prints ns per call.
 const VERTEBRAE_OVERHEAD: &str = r#"
@@ -51,34 +49,13 @@ print(json.dumps({"host_memory_on_ns_per_call": (per_call(True, on_calls) - base
                   "host_memory_off_ns_per_call": (per_call(False, off_calls) - base) * 1e9}))
 "#;
 
-fn overhead_binary() -> anyhow::Result<PathBuf> {
-    let root = workspace_root();
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    crate::python::status(
-        Command::new(cargo).current_dir(&root).args([
-            "build",
-            "--release",
-            "--quiet",
-            "-p",
-            "tally-profile",
-            "--example",
-            "profile_overhead",
-        ]),
-        "cargo build --release --example profile_overhead",
-    )?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release/examples/profile_overhead"))
-}
-
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let calls: u64 = if ctx.quick() { 100_000 } else { 1_000_000 };
-    let binary = overhead_binary()?;
+    let binary = ctx.release_example("tally-profile", "profile_overhead")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(calls.to_string()))?;
-    let ours: Value = serde_json::from_str(stdout.trim()).context("profile_overhead output")?;
-    let ns = |result: &Value, key: &str| {
-        result[key].as_f64().with_context(|| format!("profile_overhead output lacks {key}"))
-    };
+    let ours = parse_json(&stdout, "profile_overhead output")?;
+    let ns = |result: &Value, key: &str| json_f64(result, key, "profile_overhead output");
     let reference: Option<Value> = match ctx.python() {
         Some(python) => {
             let (on_calls, off_calls) = if ctx.quick() { (500, 5_000) } else { (2_000, 20_000) };
@@ -91,7 +68,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
                         .arg(off_calls.to_string()),
                 )
                 .context("vertebrae ResourceProfiler.measure_call")?;
-            Some(serde_json::from_str(stdout.trim()).context("reference output")?)
+            Some(parse_json(&stdout, "reference output")?)
         }
         None => None,
     };

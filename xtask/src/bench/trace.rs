@@ -131,21 +131,12 @@ fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
 
 /// The generated trace, reused while its recorded size matches.
 fn trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
-    let stem = format!("kineto-{}mb", target_bytes / 1_000_000);
-    let path = scratch.join(format!("{stem}.json"));
-    let stamp = scratch.join(format!("{stem}.count"));
-    if let (Ok(meta), Ok(count)) = (std::fs::metadata(&path), std::fs::read_to_string(&stamp)) {
-        let mut parts = count.split_whitespace().map(str::parse::<u64>);
-        if let (Some(Ok(bytes)), Some(Ok(events))) = (parts.next(), parts.next())
-            && bytes == meta.len()
-        {
-            return Ok((path, Generated { bytes, events }));
-        }
-    }
-    println!("generating {} ...", path.display());
-    let made = generate(&path, target_bytes)?;
-    std::fs::write(&stamp, format!("{} {}", made.bytes, made.events))?;
-    Ok((path, made))
+    let path = scratch.join(format!("kineto-{}mb.json", target_bytes / 1_000_000));
+    let [bytes, events] = super::cached_input(&path, |path| {
+        let made = generate(path, target_bytes)?;
+        Ok([made.bytes, made.events])
+    })?;
+    Ok((path, Generated { bytes, events }))
 }
 
 /// `command`, pinned to one core where `taskset` exists.

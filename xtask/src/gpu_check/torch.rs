@@ -14,7 +14,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use super::{Outcome, PROGRAM_TIMEOUT, build_example_with, run_with_timeout};
+use super::{Outcome, build_example_with, run_program};
 
 const TORCH_VERSION: &str = "2.13.0";
 
@@ -28,23 +28,23 @@ pub(super) fn check(root: &Path) -> anyhow::Result<Outcome> {
              run `cargo xtask python` first"
         )));
     };
+    let path = path_with_python_first(&python);
+    let program = build_example_with(root, "tally-torch", "gpu_check", |command| {
+        command.env("PATH", &path);
+    })?;
+    run_program(root, &program)
+}
+
+/// `PATH` with `python`'s folder first, so the torch-sys build script finds
+/// that interpreter's libtorch (also used by `cargo xtask bench torch`).
+pub(crate) fn path_with_python_first(python: &Path) -> OsString {
     let mut path = OsString::new();
     if let Some(bin) = python.parent().filter(|bin| !bin.as_os_str().is_empty()) {
         path.push(bin);
         path.push(":");
     }
     path.push(std::env::var_os("PATH").unwrap_or_default());
-    let program = build_example_with(root, "tally-torch", "gpu_check", |command| {
-        command.env("PATH", &path);
-    })?;
-    let (success, output) = run_with_timeout(Command::new(&program).current_dir(root), PROGRAM_TIMEOUT)?;
-    print!("{output}");
-    let skipped = output.lines().find_map(|line| line.strip_prefix("skipped: "));
-    Ok(match (success, skipped) {
-        (true, Some(why)) => Outcome::Skipped(why.to_owned()),
-        (true, None) => Outcome::Passed,
-        (false, _) => Outcome::Failed("a row of the table above failed".to_owned()),
-    })
+    path
 }
 
 /// The first interpreter that imports torch of the version tch 0.26 wants
