@@ -141,26 +141,24 @@ impl PairedSummary {
 /// assert_eq!(median_ns(&[]), None);
 /// ```
 pub fn median_ns(values: &[u64]) -> Option<u64> {
-    let mut sorted = values.to_vec();
-    sorted.sort_unstable();
-    let middle = sorted.len() / 2;
-    match sorted.len() {
-        0 => None,
-        len if len % 2 == 1 => Some(sorted[middle]),
-        _ => Some(sorted[middle - 1].midpoint(sorted[middle])),
-    }
+    median_by(values, u64::midpoint)
 }
 
 /// [`median_ns`] of signed differences; the mean of the two middle ones is
 /// rounded toward zero.
 fn median_difference_ns(values: &[i64]) -> Option<i64> {
+    median_by(values, |low, high| clamp_i64((i128::from(low) + i128::from(high)) / 2))
+}
+
+/// The middle value of `values`, or `mean` of the two middle ones.
+fn median_by<T: Ord + Copy>(values: &[T], mean: impl FnOnce(T, T) -> T) -> Option<T> {
     let mut sorted = values.to_vec();
     sorted.sort_unstable();
     let middle = sorted.len() / 2;
     match sorted.len() {
         0 => None,
         len if len % 2 == 1 => Some(sorted[middle]),
-        _ => Some(clamp_i64((i128::from(sorted[middle - 1]) + i128::from(sorted[middle])) / 2)),
+        _ => Some(mean(sorted[middle - 1], sorted[middle])),
     }
 }
 
