@@ -86,6 +86,28 @@ impl<'de> Deserialize<'de> for EntityRef {
     }
 }
 
+/// Declares a closed enum of strings as stormlog and vertebrae write them:
+/// the enum (`Debug`, `Clone`, `Copy`, `PartialEq`, `Eq`, `PartialOrd`,
+/// `Ord`, `Hash`), `ALL`, `as_str`, `parse` and `FromStr` (rejecting any
+/// other string with a [`ValidationError`] on `field` with `message`),
+/// `Display`, and serde as that string. One macro for every such enum of
+/// the workspace, so that they behave alike.
+///
+/// ```
+/// tally_core::string_enum!(
+///     /// A colour.
+///     Colour, "colour", "colour must be red or blue", {
+///         /// Red.
+///         Red = "red",
+///         /// Blue.
+///         Blue = "blue",
+///     }
+/// );
+/// assert_eq!(Colour::parse("blue"), Ok(Colour::Blue));
+/// assert_eq!("red".parse::<Colour>().map(Colour::as_str), Ok("red"));
+/// assert_eq!(Colour::parse("green").unwrap_err().to_string(), "colour must be red or blue");
+/// ```
+#[macro_export]
 macro_rules! string_enum {
     ($(#[$doc:meta])* $name:ident, $field:literal, $message:literal, { $($(#[$vdoc:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$doc])*
@@ -104,10 +126,10 @@ macro_rules! string_enum {
             }
 
             /// Parses the JSON spelling.
-            pub fn parse(text: &str) -> Result<Self, ValidationError> {
+            pub fn parse(text: &str) -> ::std::result::Result<Self, $crate::ValidationError> {
                 match text {
                     $($text => Ok(Self::$variant),)+
-                    _ => Err(ValidationError::new($field, $message)),
+                    _ => Err($crate::ValidationError::new($field, $message)),
                 }
             }
 
@@ -117,29 +139,34 @@ macro_rules! string_enum {
             }
         }
 
-        impl std::str::FromStr for $name {
-            type Err = ValidationError;
-            fn from_str(text: &str) -> Result<Self, ValidationError> {
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::ValidationError;
+            fn from_str(text: &str) -> ::std::result::Result<Self, $crate::ValidationError> {
                 Self::parse(text)
             }
         }
 
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
 
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        impl $crate::__serde::Serialize for $name {
+            fn serialize<S: $crate::__serde::Serializer>(
+                &self,
+                serializer: S,
+            ) -> ::std::result::Result<S::Ok, S::Error> {
                 serializer.serialize_str(self.as_str())
             }
         }
 
-        impl<'de> Deserialize<'de> for $name {
-            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let text = String::deserialize(deserializer)?;
-                Self::parse(&text).map_err(serde::de::Error::custom)
+        impl<'de> $crate::__serde::Deserialize<'de> for $name {
+            fn deserialize<D: $crate::__serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::std::result::Result<Self, D::Error> {
+                let text = <::std::string::String as $crate::__serde::Deserialize>::deserialize(deserializer)?;
+                Self::parse(&text).map_err(<D::Error as $crate::__serde::de::Error>::custom)
             }
         }
     };

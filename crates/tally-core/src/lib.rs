@@ -52,3 +52,7 @@ pub use json_eq::python_json_eq;
 pub use record::{parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;
+
+// The serde that `string_enum!` expands to, whatever the calling crate names it.
+#[doc(hidden)]
+pub use serde as __serde;

@@ -4,9 +4,6 @@
 //! closed set of values vertebrae 1.1.0 can write there, so a typo cannot
 //! exist after loading. A status vertebrae never writes is rejected on load.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::ValidationError;
 use crate::context::string_enum;
 
 string_enum!(
