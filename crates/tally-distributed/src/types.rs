@@ -2,11 +2,8 @@
 //! their JSON: `dataclasses.asdict` on write, `distributed_resource_profile_from_dict`
 //! on load.
 
-use std::fmt;
-use std::str::FromStr;
-
 use serde::ser::SerializeStruct;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tally_core::ValidationError;
 use tally_core::profile::{
@@ -43,65 +40,20 @@ pub struct LatencyDistribution {
     pub max_seconds: Option<f64>,
 }
 
-/// `DistributedResourceProfile.status`: how many of the shards reported a
-/// measured profile.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DistributedStatus {
-    /// Every shard's worker measured.
-    Measured,
-    /// Some, not all, did.
-    Partial,
-    /// None did.
-    NotMeasured,
-}
-
-impl DistributedStatus {
-    /// Every value, in declaration order.
-    pub const ALL: &'static [DistributedStatus] = &[Self::Measured, Self::Partial, Self::NotMeasured];
-
-    /// The string vertebrae writes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Measured => "measured",
-            Self::Partial => "partial",
-            Self::NotMeasured => "not_measured",
-        }
+tally_core::string_enum!(
+    /// `DistributedResourceProfile.status`: how many of the shards reported a
+    /// measured profile.
+    DistributedStatus, "status",
+    "DistributedResourceProfile.status must be 'measured', 'partial', or 'not_measured'.",
+    {
+        /// Every shard's worker measured.
+        Measured = "measured",
+        /// Some, not all, did.
+        Partial = "partial",
+        /// None did.
+        NotMeasured = "not_measured",
     }
-}
-
-impl FromStr for DistributedStatus {
-    type Err = ValidationError;
-    fn from_str(text: &str) -> Result<Self, ValidationError> {
-        match text {
-            "measured" => Ok(Self::Measured),
-            "partial" => Ok(Self::Partial),
-            "not_measured" => Ok(Self::NotMeasured),
-            _ => Err(ValidationError::new(
-                "status",
-                "DistributedResourceProfile.status must be 'measured', 'partial', or 'not_measured'.",
-            )),
-        }
-    }
-}
-
-impl fmt::Display for DistributedStatus {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for DistributedStatus {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for DistributedStatus {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        text.parse().map_err(serde::de::Error::custom)
-    }
-}
+);
 
 fn not_measured() -> DistributedStatus {
     DistributedStatus::NotMeasured
