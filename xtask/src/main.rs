@@ -5,6 +5,7 @@
 //! - `bench [--json] [--quick] [NAME...]`: benchmarks beside the Python
 //!   references, with ratios.
 //! - `python`: only set up `.venv` and print its interpreter.
+//! - `boundaries`: check the dependency boundaries of docs/ARCHITECTURE.md.
 //! - `gpu-check [NAME...]`: the checks that need a GPU; each says it
 //!   skipped, and why, on a machine without one.
 
@@ -21,6 +22,10 @@ fn main() -> anyhow::Result<()> {
     let rest: Vec<String> = args.collect();
     match command.as_str() {
         "test" => test::run(&rest),
+        "boundaries" => test::check_dependency_boundaries(
+            &std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
+            &workspace_root(),
+        ),
         "bench" => bench::run(&rest),
         "gpu-check" => gpu_check::run(&rest),
         "python" => {
@@ -28,7 +33,7 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|python|gpu-check> [args]");
+            eprintln!("usage: cargo xtask <test|bench|python|gpu-check|boundaries> [args]");
             std::process::exit(2);
         }
     }
