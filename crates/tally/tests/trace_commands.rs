@@ -97,3 +97,25 @@ fn a_broken_trace_fails_with_its_name_and_leaves_no_artifact() {
     assert!(!pattern.status.success());
     assert!(String::from_utf8_lossy(&pattern.stderr).contains("--iteration-pattern"));
 }
+
+#[test]
+fn long_device_clock_names_are_numbered_with_a_legend() {
+    let ranks = [fixture("kineto/sampled-rank-0.json.gz"), fixture("kineto/sampled-rank-1.json.gz")];
+    let (totals, _) = accounting(&[text(&ranks[0]), text(&ranks[1])]);
+    let output = tally(&["account", text(&ranks[0]), text(&ranks[1])]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = String::from_utf8(output.stdout).unwrap();
+    for (index, total) in totals.as_array().unwrap().iter().enumerate() {
+        let full = format!(
+            "{} {} ({})",
+            total["device_uuid"].as_str().unwrap(),
+            total["clock_domain"].as_str().unwrap(),
+            total["clock_kind"].as_str().unwrap()
+        );
+        assert!(full.len() > 48, "the fixture's names are long: {full}");
+        let legend = format!("device {} = {full}", index + 1);
+        assert_eq!(table.lines().filter(|line| line.trim() == legend).count(), 1, "{table}");
+    }
+    let busy_row = table.lines().find(|line| line.trim_start().starts_with("device 1 ")).unwrap();
+    assert!(busy_row.len() < 120, "figures stay on screen: {busy_row}");
+}

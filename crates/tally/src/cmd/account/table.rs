@@ -27,13 +27,53 @@ pub(crate) fn write(
         counts.alignments
     )?;
     writeln!(out)?;
-    devices(out, accounting)?;
-    iterations(out, accounting)?;
+    let names = ClockNames::new(accounting);
+    devices(out, accounting, &names)?;
+    iterations(out, accounting, &names)?;
     evidence(out, graph, accounting)
 }
 
-fn clock_name(clock: &DeviceClock<'_>) -> String {
-    format!("{} {} ({})", clock.device_uuid, clock.clock_domain, clock.clock_kind)
+/// Beyond this width a device clock's full name (imported traces make names
+/// of over 100 characters) would push every figure off the screen.
+const LONGEST_INLINE_CLOCK_NAME: usize = 48;
+
+/// What the tables call each device clock: its full name when every name is
+/// short, else `device N` with the full names in a legend under the table.
+struct ClockNames<'a> {
+    full: Vec<(DeviceClock<'a>, String)>,
+    numbered: bool,
+}
+
+impl<'a> ClockNames<'a> {
+    fn new(accounting: &RunAccounting<'a>) -> Self {
+        let full: Vec<(DeviceClock<'a>, String)> = accounting
+            .device_totals
+            .iter()
+            .map(|total| {
+                let clock = total.clock;
+                (clock, format!("{} {} ({})", clock.device_uuid, clock.clock_domain, clock.clock_kind))
+            })
+            .collect();
+        let numbered = full.iter().any(|(_, name)| name.chars().count() > LONGEST_INLINE_CLOCK_NAME);
+        Self { full, numbered }
+    }
+
+    fn name(&self, clock: &DeviceClock<'_>) -> String {
+        let Some(index) = self.full.iter().position(|(known, _)| known == clock) else {
+            return format!("{} {} ({})", clock.device_uuid, clock.clock_domain, clock.clock_kind);
+        };
+        if self.numbered { format!("device {}", index + 1) } else { self.full[index].1.clone() }
+    }
+
+    fn legend(&self, out: &mut impl Write) -> io::Result<()> {
+        if !self.numbered {
+            return Ok(());
+        }
+        for (index, (_, name)) in self.full.iter().enumerate() {
+            writeln!(out, "  device {} = {name}", index + 1)?;
+        }
+        Ok(())
+    }
 }
 
 /// Left-aligned first column, right-aligned others.
@@ -66,7 +106,7 @@ fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>]) -> io::Res
     Ok(())
 }
 
-fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<()> {
+fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>, names: &ClockNames<'_>) -> io::Result<()> {
     if accounting.device_totals.is_empty() {
         writeln!(out, "GPU time: no measured GPU activity")?;
         return writeln!(out);
@@ -79,7 +119,7 @@ fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<(
             let time = &total.time;
             let detail = &total.detail;
             vec![
-                clock_name(&total.clock),
+                names.name(&total.clock),
                 readable_ns(time.summed_activity_ns),
                 readable_ns(u128::from(time.busy_ns)),
                 ratio(time.summed_activity_ns, time.busy_ns).map_or_else(|| "-".into(), |r| format!("{r}x")),
@@ -108,13 +148,14 @@ fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<(
         ],
         &rows,
     )?;
+    names.legend(out)?;
     let streams: Vec<Vec<String>> = accounting
         .device_totals
         .iter()
         .flat_map(|total| {
             total.detail.streams.iter().map(move |stream| {
                 vec![
-                    clock_name(&total.clock),
+                    names.name(&total.clock),
                     stream.stream_id.to_string(),
                     readable_ns(stream.time.summed_activity_ns),
                     readable_ns(u128::from(stream.time.busy_ns)),
@@ -142,7 +183,11 @@ fn percentiles(sorted: &[u64]) -> Vec<String> {
         .collect()
 }
 
-fn iterations(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Result<()> {
+fn iterations(
+    out: &mut impl Write,
+    accounting: &RunAccounting<'_>,
+    names: &ClockNames<'_>,
+) -> io::Result<()> {
     let total = accounting.iterations.len();
     let mut elapsed: Vec<u64> = accounting.iterations.iter().filter_map(|timing| timing.elapsed_ns).collect();
     let with_gpu = accounting.iterations.iter().filter(|timing| !timing.gpu.is_empty()).count();
@@ -169,7 +214,7 @@ fn iterations(out: &mut impl Write, accounting: &RunAccounting<'_>) -> io::Resul
             continue;
         }
         busy.sort_unstable();
-        let mut row = vec![format!("busy on {}", clock_name(&device.clock)), busy.len().to_string()];
+        let mut row = vec![format!("busy on {}", names.name(&device.clock)), busy.len().to_string()];
         row.extend(percentiles(&busy));
         rows.push(row);
     }
