@@ -62,44 +62,10 @@ fn summary(graph: &CorrelationGraph<'_>, accounting: &RunAccounting<'_>) -> Valu
         .iter()
         .map(|u| json!([u.event_id, u.kind.as_str(), entity(u.reference)]))
         .collect();
-    let devices: Vec<Value> = accounting
-        .device_totals
-        .iter()
-        .map(|total| {
-            let detail = &total.detail;
-            let streams: Vec<Value> =
-                detail.streams.iter().map(|s| json!([s.stream_id, time(&s.time)])).collect();
-            json!([
-                total.clock.device_uuid,
-                total.clock.clock_domain,
-                total.clock.clock_kind.as_str(),
-                time(&total.time),
-                detail.peak_concurrency,
-                detail.envelope,
-                [detail.idle_gaps.count, detail.idle_gaps.total_ns, detail.idle_gaps.longest_ns],
-                streams
-            ])
-        })
-        .collect();
-    let timings: Vec<Value> = accounting
-        .iterations
-        .iter()
-        .map(|timing| {
-            let rows: Vec<Value> = timing
-                .gpu
-                .iter()
-                .map(|(clock, t)| json!([clock.device_uuid, clock.clock_domain, time(t)]))
-                .collect();
-            json!([entity(timing.iteration_ref), timing.elapsed_ns, rows])
-        })
-        .collect();
-    let refs = |list: &[&EntityRef]| list.iter().map(|r| entity(r)).collect::<Vec<Value>>();
     json!({
         "run_id": graph.run_id(), "requests": requests, "iterations": iterations, "stages": stages,
         "activities": activities, "memberships": memberships, "alignments": alignments,
-        "unresolved": unresolved, "devices": devices, "timings": timings,
-        "unattributed": refs(&accounting.unattributed_activity_refs),
-        "unmeasured": refs(&accounting.unmeasured_gpu_activity_refs),
+        "unresolved": unresolved, "accounting": summary_of_accounting(accounting),
     })
 }
 
@@ -254,15 +220,17 @@ fn summary_of_accounting(accounting: &RunAccounting<'_>) -> Value {
         .device_totals
         .iter()
         .map(|total| {
+            let detail = &total.detail;
             let streams: Vec<Value> =
-                total.detail.streams.iter().map(|s| json!([s.stream_id, time(&s.time)])).collect();
+                detail.streams.iter().map(|s| json!([s.stream_id, time(&s.time)])).collect();
             json!([
                 total.clock.device_uuid,
                 total.clock.clock_domain,
                 total.clock.clock_kind.as_str(),
                 time(&total.time),
-                total.detail.peak_concurrency,
-                total.detail.envelope,
+                detail.peak_concurrency,
+                detail.envelope,
+                [detail.idle_gaps.count, detail.idle_gaps.total_ns, detail.idle_gaps.longest_ns],
                 streams
             ])
         })
