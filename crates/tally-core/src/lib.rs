@@ -1,5 +1,7 @@
 //! The event model of tally: correlation events exactly as stormlog 0.4.3
-//! defines them, and the resource-profile types of vertebrae 1.1.0.
+//! defines them, and the small primitives both halves of tally share
+//! (non-empty strings, validation errors, [`string_enum!`], Python equality
+//! of JSON values, and [`interval`] arithmetic).
 //!
 //! This crate is plain data and validation. It does no I/O and knows no file
 //! format beyond one JSON record: reading and writing artifacts is
@@ -35,7 +37,6 @@ mod event;
 mod fields;
 mod intervals;
 mod json_eq;
-pub mod profile;
 mod record;
 mod span;
 mod text;

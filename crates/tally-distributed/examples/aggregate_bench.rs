@@ -13,12 +13,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use tally_core::profile::{
+use tally_distributed::AggregateRequest;
+use tally_profile::profile::{
     DeviceMemoryProfile, DeviceMemoryStatus, EmbeddingFootprint, FootprintStatus, HostMemoryProfile,
     HostMemoryStatus, InferenceProfile, ModelFootprint, PersistedArtifactFootprint, PersistedStatus,
     ProfileStatus, ResourceProfile,
 };
-use tally_distributed::AggregateRequest;
 
 struct Numbers(u64);
 

@@ -12,8 +12,8 @@ use std::collections::BTreeSet;
 
 use rayon::prelude::*;
 use serde_json::{Map, Value};
-use tally_core::profile::stats::{int_true_div, numpy_max, numpy_median, numpy_percentile, python_sum};
-use tally_core::profile::{
+use tally_profile::profile::stats::{int_true_div, numpy_max, numpy_median, numpy_percentile, python_sum};
+use tally_profile::profile::{
     EmbeddingFootprint, FootprintStatus, ModelFootprint, PersistedStatus, ProfileStatus, ResourceProfile,
 };
 use tally_profile::{

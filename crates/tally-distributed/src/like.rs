@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 use tally_core::ValidationError;
-use tally_core::profile::{ResourceProfile, common_profile_columns, resource_profile_columns};
+use tally_profile::profile::{ResourceProfile, common_profile_columns, resource_profile_columns};
 use tally_profile::{EmbeddingError, EmbeddingMetadata, PersistedSizes, set_embedding_footprint};
 
 use crate::types::{DISTRIBUTED_SCOPE, DistributedResourceProfile};

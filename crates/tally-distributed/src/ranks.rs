@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tally_core::profile::ResourceProfile;
+use tally_profile::profile::ResourceProfile;
 
 /// One rank's report, as sent to the driver: its shard and either its
 /// profile or why it has none.
@@ -40,7 +40,7 @@ pub struct RankReport {
 mod optional_profile {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
     use serde_json::Value;
-    use tally_core::profile::ResourceProfile;
+    use tally_profile::profile::ResourceProfile;
 
     pub fn serialize<S: Serializer>(
         profile: &Option<ResourceProfile>,

@@ -5,7 +5,7 @@ use serde::de::value::MapAccessDeserializer;
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
-use tally_core::profile::ResourceProfile;
+use tally_profile::profile::ResourceProfile;
 use tally_profile::{ArtifactStat, ArtifactStore, EmbeddingMetadata};
 
 use crate::aggregate::{

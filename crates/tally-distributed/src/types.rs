@@ -6,7 +6,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tally_core::ValidationError;
-use tally_core::profile::{
+use tally_profile::profile::{
     EmbeddingFootprint, ModelFootprint, check_finite_float, profile_from_json_str, profile_from_json_value,
     profile_to_json_string, profile_to_json_value,
 };
@@ -62,7 +62,7 @@ fn not_measured() -> DistributedStatus {
 /// The aggregation of independent worker-local profiling windows;
 /// vertebrae's `DistributedResourceProfile`.
 ///
-/// It is deliberately not a [`ResourceProfile`](tally_core::profile::ResourceProfile):
+/// It is deliberately not a [`ResourceProfile`](tally_profile::profile::ResourceProfile):
 /// the workers ran apart, so there is no single first call, wall-clock
 /// throughput or process peak, only their distribution and sums.
 ///

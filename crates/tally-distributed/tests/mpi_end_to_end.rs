@@ -12,12 +12,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tally_artifact::read_artifact;
-use tally_core::profile::{ProfileStatus, ResourceProfile};
 use tally_distributed::{
     AggregateOptions, DistributedResourceProfile, DistributedStatus, account_ranks,
     aggregate_distributed_resource_profiles, stand_in_clock_name,
 };
 use tally_profile::EmbeddingMetadata;
+use tally_profile::profile::{ProfileStatus, ResourceProfile};
 
 /// One job at a time: the machine may have two cores.
 static JOBS: Mutex<()> = Mutex::new(());

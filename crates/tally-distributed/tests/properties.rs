@@ -8,16 +8,16 @@
 
 use proptest::prelude::*;
 use serde_json::Map;
-use tally_core::profile::{
-    ArtifactFootprint, ArtifactStatus, DeviceMemoryProfile, DeviceMemoryStatus, EmbeddingFootprint,
-    FootprintStatus, HostMemoryProfile, HostMemoryStatus, InferenceProfile, ModelFootprint,
-    PersistedArtifactFootprint, PersistedStatus, ProfileStatus, ResourceProfile,
-};
 use tally_distributed::{
     AggregateError, AggregateOptions, DistributedResourceProfile, DistributedStatus,
     aggregate_distributed_resource_profiles, aggregate_in_chunks,
 };
 use tally_profile::EmbeddingMetadata;
+use tally_profile::profile::{
+    ArtifactFootprint, ArtifactStatus, DeviceMemoryProfile, DeviceMemoryStatus, EmbeddingFootprint,
+    FootprintStatus, HostMemoryProfile, HostMemoryStatus, InferenceProfile, ModelFootprint,
+    PersistedArtifactFootprint, PersistedStatus, ProfileStatus, ResourceProfile,
+};
 
 const TICK: f64 = 1.0 / (1u64 << 20) as f64;
 

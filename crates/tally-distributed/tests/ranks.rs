@@ -4,11 +4,11 @@
 use std::time::{Duration, Instant};
 
 use tally_artifact::{Form, encode_artifact, read_artifact_from};
-use tally_core::profile::ResourceProfile;
 use tally_core::{ActivityDomain, EventBody};
 use tally_distributed::evidence::{STAND_IN_EVIDENCE, STAND_IN_SOURCE};
 use tally_distributed::ranks::{RankFailure, RankReport, combine_reports, run_with_deadline};
 use tally_distributed::{CpuStandInRecorder, account_ranks, stand_in_clock_name};
+use tally_profile::profile::ResourceProfile;
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 
 fn profile(calls: u64) -> ResourceProfile {

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tally_core::profile::{
+use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata,
 };

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use tally_core::profile::{DeploymentArtifact, ModelFootprintMeasurement, ModelFootprintReadings};
+use tally_profile::profile::{DeploymentArtifact, ModelFootprintMeasurement, ModelFootprintReadings};
 
 use crate::dtype::DataType;
 use crate::wire::{Wire, WireError, WireResult, WireType};

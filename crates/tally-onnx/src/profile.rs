@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
-use tally_core::profile::ResourceProfile;
+use tally_profile::profile::ResourceProfile;
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 
 use crate::adapter::OnnxResourceProfileAdapter;

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use tally_core::profile::{
+use crate::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     OperationStatus, ResourceAdapterMetadata,
 };

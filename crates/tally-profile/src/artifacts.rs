@@ -22,7 +22,7 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use tally_core::profile::{ArtifactFootprint, ArtifactStatus, DeploymentArtifact};
+use crate::profile::{ArtifactFootprint, ArtifactStatus, DeploymentArtifact};
 
 use crate::pytext::{os_error_text, python_repr};
 
@@ -456,7 +456,7 @@ fn measure_one(declaration: &DeploymentArtifact, measured: &mut HashSet<Vec<u8>>
 /// Measures each declared artifact in order; vertebrae's `_artifact_footprint`.
 ///
 /// ```
-/// use tally_core::profile::{ArtifactStatus, DeploymentArtifact};
+/// use tally_profile::profile::{ArtifactStatus, DeploymentArtifact};
 /// use tally_profile::artifact_footprint;
 /// let missing = DeploymentArtifact::new("/nonexistent/model.onnx").unwrap();
 /// let results = artifact_footprint(&[missing]);

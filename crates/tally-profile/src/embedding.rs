@@ -4,9 +4,9 @@
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
+use crate::profile::stats::int_true_div;
+use crate::profile::{EmbeddingFootprint, PersistedArtifactFootprint, PersistedStatus, ResourceProfile};
 use serde_json::Value;
-use tally_core::profile::stats::int_true_div;
-use tally_core::profile::{EmbeddingFootprint, PersistedArtifactFootprint, PersistedStatus, ResourceProfile};
 use tally_core::{NonEmptyString, ValidationError};
 
 use crate::pytext::python_repr;

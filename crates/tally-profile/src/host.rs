@@ -61,29 +61,20 @@ use std::time::Duration;
 
 use crate::sys;
 
-/// How host memory was measured, written to the profile's
-/// `context.host_memory_method`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostMemoryMethod {
-    /// The kernel's high-water mark, reset through `/proc/self/clear_refs`.
-    VmHwmClearRefs,
-    /// The kernel's high-water mark, not reset because the process was at its
-    /// high-water mark when the window opened.
-    VmHwmAtHighWater,
-    /// A sampling thread reading RSS at the configured interval.
-    RssSampler,
-}
-
-impl HostMemoryMethod {
-    /// The value written to `context.host_memory_method`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HostMemoryMethod::VmHwmClearRefs => "vmhwm_clear_refs",
-            HostMemoryMethod::VmHwmAtHighWater => "vmhwm_at_high_water",
-            HostMemoryMethod::RssSampler => "rss_sampler",
-        }
+tally_core::string_enum!(
+    /// How host memory was measured, written to the profile's
+    /// `context.host_memory_method`.
+    HostMemoryMethod, "host_memory_method",
+    "host_memory_method must be vmhwm_clear_refs, vmhwm_at_high_water or rss_sampler", {
+        /// The kernel's high-water mark, reset through `/proc/self/clear_refs`.
+        VmHwmClearRefs = "vmhwm_clear_refs",
+        /// The kernel's high-water mark, not reset because the process was at its
+        /// high-water mark when the window opened.
+        VmHwmAtHighWater = "vmhwm_at_high_water",
+        /// A sampling thread reading RSS at the configured interval.
+        RssSampler = "rss_sampler",
     }
-}
+);
 
 /// Which host-memory methods the profiler may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -58,12 +58,10 @@ mod clock;
 mod embedding;
 mod host;
 pub mod overhead;
+pub mod profile;
 mod profiler;
 mod pytext;
 mod sys;
-
-/// The profile types, re-exported from `tally_core::profile`.
-pub use tally_core::profile;
 
 pub use adapter::{BaseResourceProfileAdapter, HookError, ResourceProfileAdapter};
 pub use artifacts::artifact_footprint;
@@ -74,9 +72,9 @@ pub use embedding::{
     with_embedding_footprint,
 };
 pub use host::{HostMemoryMethod, HostMemoryMode, current_rss_and_hwm};
-pub use profiler::{CallRecord, CallSpec, ProfilerConfig, ResourceProfiler, panic_text};
-pub use pytext::python_repr;
-pub use tally_core::profile::{
+pub use profile::{
     resource_profile_columns, resource_profile_from_dict, resource_profile_from_json,
     resource_profile_to_dict, resource_profile_to_json,
 };
+pub use profiler::{CallRecord, CallSpec, ProfilerConfig, ResourceProfiler, panic_text};
+pub use pytext::python_repr;

@@ -6,16 +6,16 @@ use std::num::NonZeroU64;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-use tally_core::profile::stats::{
+use crate::profile::stats::{
     ns_to_seconds, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
 };
-use tally_core::profile::{
+use crate::profile::{
     AdapterOperationResult, ArtifactStatus, DeviceMeasurementStatus, DeviceMemoryMeasurement,
     DeviceMemoryProfile, DeviceMemoryStatus, FootprintStatus, HostMemoryProfile, HostMemoryStatus,
     InferenceProfile, ModelFootprint, ModelFootprintMeasurement, ModelMeasurementStatus, OperationStatus,
     ProfileStatus, ResourceAdapterMetadata, ResourceProfile,
 };
+use serde_json::{Map, Value, json};
 
 use crate::adapter::{HookError, ResourceProfileAdapter};
 use crate::artifacts::artifact_footprint;

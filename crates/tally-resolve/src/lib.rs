@@ -180,34 +180,19 @@ impl<T> Clone for Resolved<'_, T> {
 
 impl<T> Copy for Resolved<'_, T> {}
 
-/// What a reference pointed at that nobody reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ReferenceKind {
-    /// A membership's attempt of a known request.
-    Attempt,
-    /// A membership's, stage's or activity's iteration.
-    Iteration,
-    /// A membership's or stage's request.
-    Request,
-}
-
-impl ReferenceKind {
-    /// `attempt`, `iteration` or `request`. The variants are declared in the
-    /// order of these strings, so ordering by kind is ordering by its name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReferenceKind::Attempt => "attempt",
-            ReferenceKind::Iteration => "iteration",
-            ReferenceKind::Request => "request",
-        }
+tally_core::string_enum!(
+    /// What a reference pointed at that nobody reported. The variants are
+    /// declared in the order of their strings, so ordering by kind is
+    /// ordering by its name.
+    ReferenceKind, "kind", "reference kind must be attempt, iteration or request", {
+        /// A membership's attempt of a known request.
+        Attempt = "attempt",
+        /// A membership's, stage's or activity's iteration.
+        Iteration = "iteration",
+        /// A membership's or stage's request.
+        Request = "request",
     }
-}
-
-impl std::fmt::Display for ReferenceKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+);
 
 /// A reference to an entity no event reported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

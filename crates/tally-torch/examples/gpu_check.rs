@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tally_core::profile::{DeviceMeasurementStatus, OperationStatus};
+use tally_profile::profile::{DeviceMeasurementStatus, OperationStatus};
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler};
 use tally_torch::tch::nn::{self, VarStore};
 use tally_torch::tch::{CModule, Cuda, Device, Kind, Tensor};

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use tally_core::profile::{
+use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, DeviceMemoryReadings,
     ModelFootprintMeasurement, OperationStatus, ResourceAdapterMetadata,
 };

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Mutex;
 
-use tally_core::profile::{ModelFootprintMeasurement, ModelFootprintReadings};
+use tally_profile::profile::{ModelFootprintMeasurement, ModelFootprintReadings};
 use tch::nn::{VarStore, Variables};
 use tch::{CModule, Device, Tensor};
 

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tally_core::profile::{DeploymentArtifact, ResourceProfile};
+use tally_profile::profile::{DeploymentArtifact, ResourceProfile};
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 use tch::{CModule, Device, IValue, Kind, Tensor};
 

@@ -3,7 +3,7 @@
 //! on CPU; the forward pass against a plain-Rust computation.
 
 use serde_json::{Value, json};
-use tally_core::profile::{DeviceMeasurementStatus, ModelMeasurementStatus, OperationStatus};
+use tally_profile::profile::{DeviceMeasurementStatus, ModelMeasurementStatus, OperationStatus};
 use tally_profile::{CallSpec, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler};
 use tally_torch::tch::nn::{self, Module, VarStore};
 use tally_torch::tch::{Cuda, Device, Kind, Tensor};

@@ -120,24 +120,21 @@ pub use crate::ranges::{DEFAULT_ITERATION_PATTERN, ITERATION_RANGE_PREFIX, parse
 /// The producer of an import's own records (artifact identity, capabilities).
 pub const IMPORT_PRODUCER_ID: &str = "tally.trace.import";
 
-/// How GPU work becomes records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Detail {
-    /// One record per launch call, device and kind, with `metadata.intervals`
-    /// when the launch (a CUDA graph) ran several events: stormlog's default.
-    #[default]
-    Launch,
-    /// One record per kernel, copy or memset.
-    Kernel,
-}
+tally_core::string_enum!(
+    /// How GPU work becomes records.
+    Detail, "detail", "detail must be launch or kernel", {
+        /// One record per launch call, device and kind, with `metadata.intervals`
+        /// when the launch (a CUDA graph) ran several events: stormlog's default.
+        Launch = "launch",
+        /// One record per kernel, copy or memset.
+        Kernel = "kernel",
+    }
+);
 
-impl Detail {
-    /// `launch` or `kernel`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Detail::Launch => "launch",
-            Detail::Kernel => "kernel",
-        }
+impl Default for Detail {
+    /// stormlog's default.
+    fn default() -> Self {
+        Detail::Launch
     }
 }
 

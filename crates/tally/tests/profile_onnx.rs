@@ -15,7 +15,7 @@ use std::process::{Command, Output};
 use common::reference::{self, assert_close};
 use common::{expected, fixture, runtime_library};
 use serde_json::Value;
-use tally_core::profile::ResourceProfile;
+use tally_profile::profile::ResourceProfile;
 
 fn tally() -> Command {
     Command::new(env!("CARGO_BIN_EXE_tally"))

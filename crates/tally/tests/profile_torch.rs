@@ -40,7 +40,7 @@ mod with_torch {
     use std::path::Path;
 
     use serde_json::{Value, json};
-    use tally_core::profile::ResourceProfile;
+    use tally_profile::profile::ResourceProfile;
 
     use super::*;
 

@@ -38,15 +38,15 @@ use mpi::traits::Communicator;
 use serde_json::{Map, json};
 use tally_artifact::{Form, encode_artifact, read_artifact_from, write_artifact};
 use tally_core::InferenceRecord;
-use tally_core::profile::{
-    ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata, ResourceProfile,
-};
 use tally_distributed::mpi::gather_bytes;
 use tally_distributed::ranks::{
     RankReport, combine_reports, run_with_deadline, write_atomically, write_json_atomically,
 };
 use tally_distributed::{
     AggregateOptions, CpuStandInRecorder, account_ranks, aggregate_distributed_resource_profiles,
+};
+use tally_profile::profile::{
+    ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata, ResourceProfile,
 };
 use tally_profile::{
     CallSpec, EmbeddingMetadata, HookError, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tally_core::profile::ResourceProfile;
 use tally_distributed::{AggregateError, AggregateOptions, AggregateRequest, DistributedResourceProfile};
+use tally_profile::profile::ResourceProfile;
 use tally_profile::{ArtifactStore, EmbeddingMetadata, LocalArtifactStore};
 
 use super::account::Layout;

@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use tally_core::profile::ModelFootprint;
+use tally_profile::profile::ModelFootprint;
 
 use super::account::readable_ns;
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use serde_json::Value;
-use tally_core::profile::ResourceProfile;
+use tally_profile::profile::ResourceProfile;
 
 use super::super::account::Layout;
 use super::super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};

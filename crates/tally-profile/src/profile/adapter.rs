@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::status::{DeviceMeasurementStatus, ModelMeasurementStatus, OperationStatus};
-use crate::{NonEmptyString, ValidationError};
+use tally_core::{NonEmptyString, ValidationError};
 
 /// The only scope a measured device-memory reading may have: from the reset
 /// before the first call to the read at `finish`.
@@ -14,7 +14,7 @@ pub const PROFILE_WINDOW: &str = "profile_window";
 /// `reset_peak_device_memory`); vertebrae's `AdapterOperationResult`.
 ///
 /// ```
-/// use tally_core::profile::{AdapterOperationResult, OperationStatus};
+/// use tally_profile::profile::{AdapterOperationResult, OperationStatus};
 /// let done = AdapterOperationResult::succeeded();
 /// assert_eq!(done.status, OperationStatus::Succeeded);
 /// let cpu = AdapterOperationResult::not_applicable(Some("CPU memory is reported through process RSS."));
@@ -166,7 +166,7 @@ pub struct DeviceMemoryReadings {
 /// construction.
 ///
 /// ```
-/// use tally_core::profile::{DeviceMemoryMeasurement, DeviceMemoryReadings, DeviceMeasurementStatus};
+/// use tally_profile::profile::{DeviceMemoryMeasurement, DeviceMemoryReadings, DeviceMeasurementStatus};
 /// let missing_peak = DeviceMemoryMeasurement::new(DeviceMeasurementStatus::Measured, DeviceMemoryReadings::default());
 /// assert_eq!(
 ///     missing_peak.unwrap_err().to_string(),
@@ -362,7 +362,7 @@ pub struct ModelFootprintReadings {
 /// `ModelFootprintMeasurement`.
 ///
 /// ```
-/// use tally_core::profile::{ModelFootprintMeasurement, ModelFootprintReadings};
+/// use tally_profile::profile::{ModelFootprintMeasurement, ModelFootprintReadings};
 /// let error = ModelFootprintMeasurement::measured(ModelFootprintReadings {
 ///     parameter_count: Some(10),
 ///     trainable_parameter_count: Some(11),
@@ -504,7 +504,7 @@ impl From<ModelFootprintMeasurement> for RawModelMeasurement {
 /// vertebrae's `DeploymentArtifact`.
 ///
 /// ```
-/// use tally_core::profile::DeploymentArtifact;
+/// use tally_profile::profile::DeploymentArtifact;
 /// let bundle = DeploymentArtifact::new("/models/bert").unwrap().recursive(true);
 /// assert_eq!(bundle.role.as_str(), "checkpoint");
 /// assert_eq!(DeploymentArtifact::new("").unwrap_err().to_string(), "DeploymentArtifact.path must be non-empty.");

@@ -1,10 +1,10 @@
-//! The statistics of `tally_core::profile::stats` against numpy and Python
+//! The statistics of `tally_profile::profile::stats` against numpy and Python
 //! themselves, bit for bit, on arrays of every length class numpy's pairwise
 //! summation distinguishes. Runs when `TALLY_PYTHON` names an interpreter
 //! with numpy (the reference venv); prints "skipped" otherwise.
 
 use serde_json::{Value, json};
-use tally_core::profile::stats::{
+use tally_profile::profile::stats::{
     int_true_div, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
 };
 

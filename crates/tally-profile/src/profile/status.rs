@@ -4,7 +4,7 @@
 //! closed set of values vertebrae 1.1.0 can write there, so a typo cannot
 //! exist after loading. A status vertebrae never writes is rejected on load.
 
-use crate::context::string_enum;
+use tally_core::string_enum;
 
 string_enum!(
     /// `AdapterOperationResult.status`: the outcome of an optional adapter

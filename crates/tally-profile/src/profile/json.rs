@@ -8,7 +8,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::types::{EmbeddingFootprint, ResourceProfile};
-use crate::ValidationError;
+use tally_core::ValidationError;
 
 /// Loads one of vertebrae's profile dataclasses from the decoded JSON of its
 /// `asdict`; `what` names it in the errors (`"resource profile"`). Shared by

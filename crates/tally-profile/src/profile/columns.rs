@@ -29,7 +29,7 @@ pub fn common_profile_columns(
 /// order vertebrae's `resource_profile_columns` returns them.
 ///
 /// ```
-/// use tally_core::profile::{resource_profile_columns, ResourceProfile};
+/// use tally_profile::profile::{resource_profile_columns, ResourceProfile};
 /// let profile = ResourceProfile::from_json_str(r#"{"inference": {"status": "not_measured"},
 ///   "host_memory": {"status": "disabled"}, "device_memory": {"status": "disabled"},
 ///   "model": {"status": "unavailable"}, "context": {"cache_status": "not_used"}}"#).unwrap();

@@ -2,10 +2,10 @@
 //! 1.1.0's messages, and the JSON shape rules of `resource_profile_from_dict`.
 
 use serde_json::{Value, json};
-use tally_core::profile::stats::{
+use tally_profile::profile::stats::{
     int_true_div, ns_to_seconds, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
 };
-use tally_core::profile::{
+use tally_profile::profile::{
     AdapterOperationResult, ArtifactStatus, DeploymentArtifact, DeviceMeasurementStatus,
     DeviceMemoryMeasurement, DeviceMemoryProfile, DeviceMemoryReadings, DeviceMemoryStatus,
     EmbeddingFootprint, FootprintStatus, HostMemoryStatus, ModelFootprintMeasurement, ModelFootprintReadings,

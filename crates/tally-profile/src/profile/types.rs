@@ -14,7 +14,7 @@ use super::adapter::PROFILE_WINDOW;
 use super::status::{
     ArtifactStatus, DeviceMemoryStatus, FootprintStatus, HostMemoryStatus, PersistedStatus, ProfileStatus,
 };
-use crate::ValidationError;
+use tally_core::ValidationError;
 
 /// Latency and throughput of the measured calls; vertebrae's `InferenceProfile`.
 ///
@@ -395,7 +395,7 @@ pub struct EmbeddingFootprint {
 /// vertebrae's `ResourceProfile`.
 ///
 /// ```
-/// use tally_core::profile::{ProfileStatus, ResourceProfile};
+/// use tally_profile::profile::{ProfileStatus, ResourceProfile};
 /// let text = r#"{"status": "not_measured",
 ///   "inference": {"status": "not_measured"}, "host_memory": {"status": "disabled"},
 ///   "device_memory": {"status": "disabled"}, "model": {"status": "unavailable"},

@@ -13,7 +13,7 @@
 /// `ns / 1e9` (the integer converted to the nearest float, then one division).
 ///
 /// ```
-/// use tally_core::profile::stats::ns_to_seconds;
+/// use tally_profile::profile::stats::ns_to_seconds;
 /// assert_eq!(ns_to_seconds(1_500_000), 0.0015);
 /// ```
 pub fn ns_to_seconds(ns: u64) -> f64 {
@@ -103,7 +103,7 @@ pub fn numpy_median(values: &[f64]) -> Option<f64> {
 /// `b - (b - a) * (1 - t)` when `t >= 0.5` and `a + (b - a) * t` otherwise.
 ///
 /// ```
-/// use tally_core::profile::stats::numpy_percentile;
+/// use tally_profile::profile::stats::numpy_percentile;
 /// let values = [1.0, 2.0, 3.0, 4.0];
 /// assert_eq!(numpy_percentile(&values, 95.0), Some(3.8499999999999996));
 /// ```
@@ -152,7 +152,7 @@ pub fn python_sum(values: &[f64]) -> f64 {
 /// operand exceeds 2^53. `None` when `b` is 0 (Python raises).
 ///
 /// ```
-/// use tally_core::profile::stats::int_true_div;
+/// use tally_profile::profile::stats::int_true_div;
 /// assert_eq!(int_true_div(1, 3), Some(1.0 / 3.0));
 /// assert_eq!(int_true_div((1 << 60) + 1, 1 << 7), Some(((1u64 << 53) as f64) + 0.0));
 /// assert_eq!(int_true_div(5, 0), None);
