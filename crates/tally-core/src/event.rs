@@ -386,7 +386,7 @@ impl CorrelationEvent {
         let intervals = match &body {
             EventBody::ActivityRef(activity) => match metadata.get("intervals") {
                 None | Some(Value::Null) => None,
-                Some(raw) => Some(crate::intervals::parse_busy_intervals(raw, &activity.span)?),
+                Some(raw) => Some(crate::busy_intervals::parse_busy_intervals(raw, &activity.span)?),
             },
             _ => None,
         };

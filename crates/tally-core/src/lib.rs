@@ -31,11 +31,12 @@
 
 #[cfg(feature = "proptest")]
 pub mod arbitrary;
+mod busy_intervals;
 mod context;
 mod error;
 mod event;
 mod fields;
-mod intervals;
+pub mod interval;
 mod json_eq;
 mod record;
 mod span;

@@ -39,8 +39,9 @@
 //!
 //! Each device total also carries a [`DeviceDetail`]: busy time per stream,
 //! the peak concurrency, the busy envelope and the idle gaps inside it; and
-//! [`GpuTime::overlap_factor`] gives summed over busy. [`union_ns`] and
-//! [`summed_ns`] are the interval arithmetic on their own.
+//! [`GpuTime::overlap_factor`] gives summed over busy. The interval
+//! arithmetic underneath (and its rule for empty intervals) is
+//! [`tally_core::interval`], shared with the trace import.
 //!
 //! # Differences from stormlog
 //!
@@ -49,12 +50,12 @@
 //! Iteration rows and device totals come as sorted lists instead of dicts.
 
 mod account;
+mod report;
 mod shares;
-mod union;
 
 pub use account::{
     DeviceClock, DeviceDetail, DeviceTotal, GpuTime, IterationTiming, RunAccounting, StreamBusy,
     account_gpu_time,
 };
+pub use report::{AccountingReport, DeviceDetailRow, GpuTimeRow, IterationRow, StreamRow, UnresolvedRow};
 pub use shares::{RequestShareEstimate, ShareBudget, ShareError, validate_request_shares};
-pub use union::{IdleGaps, summed_ns, union_ns};

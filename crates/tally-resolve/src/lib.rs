@@ -205,8 +205,8 @@ pub struct UnresolvedReference<'a> {
     pub reference: &'a EntityRef,
 }
 
-/// The sizes of the entity tables.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The sizes of the entity tables (the `counts` of an accounting report).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TableCounts {
     /// Distinct `(request_ref, attempt_ref)` keys.
     pub requests: usize,

@@ -19,6 +19,8 @@ use tally_core::{
     CorrelationEvent, EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
 };
 
+use tally_core::interval::{UnionSweep, merge_intervals};
+
 use crate::collect::{Collected, GpuRow, NONE_U32, NONE_U64, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
 use crate::{Detail, ImportOptions, ranges};
@@ -222,32 +224,6 @@ struct DeviceFigures {
     summed: u64,
 }
 
-/// The union of intervals fed in order of start.
-#[derive(Default)]
-struct Union {
-    total: u64,
-    open: Option<(u64, u64)>,
-}
-
-impl Union {
-    fn add(&mut self, start: u64, end: u64) {
-        match &mut self.open {
-            Some((_, open_end)) if start <= *open_end => *open_end = (*open_end).max(end),
-            _ => {
-                self.close();
-                self.open = Some((start, end));
-            }
-        }
-    }
-
-    fn close(&mut self) -> u64 {
-        if let Some((start, end)) = self.open.take() {
-            self.total += end - start;
-        }
-        self.total
-    }
-}
-
 /// Per device, from the rows sorted by start through an index (four bytes
 /// a row, not a copy of the intervals): the union of the events, and the
 /// union of the events with the spans of multi-event launch records.
@@ -268,7 +244,7 @@ fn device_figures(
     while position < order.len() {
         let first = &gpu[order[position] as usize];
         let key = (first.pid, first.device);
-        let (mut busy, mut launch_span, mut summed) = (Union::default(), Union::default(), 0u64);
+        let (mut busy, mut launch_span, mut summed) = (UnionSweep::default(), UnionSweep::default(), 0u64);
         while let Some(&index) = order.get(position).filter(|&&index| {
             let row = &gpu[index as usize];
             (row.pid, row.device) == key
@@ -277,19 +253,19 @@ fn device_figures(
             while let Some(&&(_, start, end)) =
                 spans.peek().filter(|(span_key, start, _)| *span_key == key && *start <= row.start)
             {
-                launch_span.add(start, end);
+                launch_span.push(start, end);
                 spans.next();
             }
-            busy.add(row.start, row.end);
-            launch_span.add(row.start, row.end);
+            busy.push(row.start, row.end);
+            launch_span.push(row.start, row.end);
             summed += row.end - row.start;
             position += 1;
         }
         while let Some(&&(_, start, end)) = spans.peek().filter(|(span_key, _, _)| *span_key == key) {
-            launch_span.add(start, end);
+            launch_span.push(start, end);
             spans.next();
         }
-        figures.insert(key, DeviceFigures { busy: busy.close(), launch_span: launch_span.close(), summed });
+        figures.insert(key, DeviceFigures { busy: busy.finish(), launch_span: launch_span.finish(), summed });
     }
     figures
 }
@@ -696,7 +672,7 @@ impl Builder<'_> {
                 graph_id = None;
             }
             let mut busy: Vec<(u64, u64)> = members.iter().map(|row| (row.start, row.end)).collect();
-            let merged = merge(&mut busy);
+            let merged = merge_intervals(&mut busy);
             let origin = merged[0].0;
             let intervals: Vec<Value> =
                 merged.iter().map(|&(start, end)| json!([start - origin, end - start])).collect();
@@ -853,20 +829,6 @@ struct SummaryParts {
 fn static_text(text: &'static str) -> NonEmptyString {
     // Only called with non-empty literals.
     NonEmptyString::new(text).unwrap_or_else(|_| unreachable!("empty literal"))
-}
-
-/// Merges intervals into sorted, disjoint ones; touching ones join, as in
-/// stormlog's `merge_intervals`.
-pub(crate) fn merge(intervals: &mut [(u64, u64)]) -> Vec<(u64, u64)> {
-    intervals.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for &(start, end) in intervals.iter() {
-        match merged.last_mut() {
-            Some(last) if start <= last.1 => last.1 = last.1.max(end),
-            _ => merged.push((start, end)),
-        }
-    }
-    merged
 }
 
 /// Span lists per process (ProfilerStep-like ranges) and per thread

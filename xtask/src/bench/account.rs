@@ -125,7 +125,7 @@ fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
 
 fn union(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let count: u64 = if ctx.quick() { 1_000_000 } else { 10_000_000 };
-    let binary = ctx.release_example("tally-gpu-time", "union_bench")?;
+    let binary = ctx.release_example("tally-core", "union_bench")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(count.to_string()))?;
     let result = parse_json(&stdout, "union_bench output")?;
     let seconds = |key: &str| json_f64(&result, key, "union_bench output");

@@ -1,5 +1,26 @@
-//! Interval arithmetic over half-open `[start, end)` pairs of nanoseconds:
-//! sums, unions, and the sweep that yields the per-device details.
+//! Interval arithmetic over half-open `[start, end)` pairs of integer
+//! nanoseconds: sums, unions, merged lists, and the sweep that yields a
+//! device's envelope, idle gaps and peak concurrency. The one implementation
+//! the accounting (tally-gpu-time) and the trace import (tally-trace) share.
+//!
+//! # The rules, stated once
+//!
+//! - **Half-open.** `(start, end)` covers the instants `start..end`; two
+//!   intervals that touch (`a.end == b.start`) share no instant, and a union
+//!   or merge joins them into one.
+//! - **Empty intervals cover no instant.** A pair with `end <= start` adds
+//!   nothing to a sum, a union, an envelope, an idle gap or a concurrency
+//!   count: [`summed_ns`], [`union_ns`], [`UnionSweep`] and [`Sweep`] skip it.
+//!   [`merge_intervals`] is the one place an empty interval stays visible, as
+//!   a zero-length entry when nothing else covers its instant, because the
+//!   list it returns is written out as `metadata.intervals` and must equal
+//!   stormlog's `merge_intervals` (which keeps such entries); its total
+//!   length is the union's all the same.
+//! - **Sums never wrap.** Summed time is a `u128`; a union of `u64` instants
+//!   fits a `u64`.
+//!
+//! The property suite (`tests/interval.rs`) checks each rule against a
+//! brute-force count of covered instants.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -8,7 +29,7 @@ use std::collections::BinaryHeap;
 /// occur. A pair with `end < start` counts as empty.
 ///
 /// ```
-/// assert_eq!(tally_gpu_time::summed_ns(&[(0, 10), (5, 15)]), 20);
+/// assert_eq!(tally_core::interval::summed_ns(&[(0, 10), (5, 15)]), 20);
 /// ```
 pub fn summed_ns(intervals: &[(u64, u64)]) -> u128 {
     intervals.iter().map(|&(start, end)| u128::from(end.saturating_sub(start))).sum()
@@ -21,7 +42,7 @@ pub fn summed_ns(intervals: &[(u64, u64)]) -> u128 {
 ///
 /// ```
 /// let mut intervals = [(5, 15), (0, 10), (20, 25)];
-/// assert_eq!(tally_gpu_time::union_ns(&mut intervals), 20);
+/// assert_eq!(tally_core::interval::union_ns(&mut intervals), 20);
 /// ```
 pub fn union_ns(intervals: &mut [(u64, u64)]) -> u64 {
     sort_by_start(intervals, |pair| pair.0);
@@ -39,7 +60,7 @@ const RADIX_THRESHOLD: usize = 1 << 14;
 /// for large inputs (timestamps share their high bytes, so most passes are
 /// skipped), pattern-defeating quicksort below that or when the input is
 /// sorted already (typical of one device's trace).
-pub(crate) fn sort_by_start<T: Copy>(items: &mut [T], key: impl Fn(&T) -> u64 + Copy) {
+pub fn sort_by_start<T: Copy>(items: &mut [T], key: impl Fn(&T) -> u64 + Copy) {
     if items.windows(2).all(|pair| key(&pair[0]) <= key(&pair[1])) {
         return;
     }
@@ -101,18 +122,32 @@ pub struct IdleGaps {
 
 /// What one sweep over start-sorted intervals finds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct SweepResult {
+pub struct SweepResult {
+    /// The length of the union.
     pub busy_ns: u64,
+    /// First start to last end of the non-empty intervals.
     pub envelope: Option<(u64, u64)>,
+    /// The gaps between busy periods inside the envelope.
     pub gaps: IdleGaps,
+    /// The most intervals covering one instant.
     pub peak_concurrency: u64,
 }
 
 /// Union, envelope, idle gaps and peak concurrency of intervals sorted by
 /// start, fed one at a time. Empty intervals keep the device busy at no
 /// instant, so they are skipped.
+///
+/// ```
+/// use tally_core::interval::Sweep;
+/// let mut sweep = Sweep::default();
+/// for (start, end) in [(0, 10), (5, 15), (20, 30)] {
+///     sweep.push(start, end);
+/// }
+/// let result = sweep.finish();
+/// assert_eq!((result.busy_ns, result.peak_concurrency, result.gaps.total_ns), (25, 2, 5));
+/// ```
 #[derive(Debug, Default)]
-pub(crate) struct Sweep {
+pub struct Sweep {
     current: Option<(u64, u64)>,
     first_start: Option<u64>,
     busy: u64,
@@ -123,7 +158,8 @@ pub(crate) struct Sweep {
 }
 
 impl Sweep {
-    pub(crate) fn push(&mut self, start: u64, end: u64) {
+    /// Adds the next interval; `start` must not precede the previous one's.
+    pub fn push(&mut self, start: u64, end: u64) {
         if end <= start {
             return;
         }
@@ -149,7 +185,8 @@ impl Sweep {
         }
     }
 
-    pub(crate) fn finish(mut self) -> SweepResult {
+    /// The union's length, envelope, gaps and peak concurrency.
+    pub fn finish(mut self) -> SweepResult {
         let envelope = match (self.first_start, self.current) {
             (Some(first), Some((from, to))) => {
                 self.busy += to - from;
@@ -161,15 +198,17 @@ impl Sweep {
     }
 }
 
-/// The union sweep alone, for the many small per-iteration groups.
+/// The union sweep alone, for the many small per-iteration groups: no
+/// allocation, intervals fed in order of start.
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct UnionSweep {
+pub struct UnionSweep {
     current: Option<(u64, u64)>,
     busy: u64,
 }
 
 impl UnionSweep {
-    pub(crate) fn push(&mut self, start: u64, end: u64) {
+    /// Adds the next interval; `start` must not precede the previous one's.
+    pub fn push(&mut self, start: u64, end: u64) {
         if end <= start {
             return;
         }
@@ -184,9 +223,33 @@ impl UnionSweep {
         }
     }
 
-    pub(crate) fn finish(self) -> u64 {
+    /// The length of the union of what was pushed.
+    pub fn finish(self) -> u64 {
         self.busy + self.current.map_or(0, |(from, to)| to - from)
     }
+}
+
+/// The union as sorted, disjoint intervals (touching ones joined), sorting
+/// the slice in place; stormlog's `merge_intervals`, entry for entry. An
+/// empty interval that no other covers stays as a zero-length entry (see
+/// the module's rules); the entries' total length is [`union_ns`]'s.
+///
+/// ```
+/// use tally_core::interval::merge_intervals;
+/// assert_eq!(merge_intervals(&mut [(10, 20), (0, 10), (30, 30)]), [(0, 20), (30, 30)]);
+/// ```
+pub fn merge_intervals(intervals: &mut [(u64, u64)]) -> Vec<(u64, u64)> {
+    // Ties broken by end, as Python's `sorted` of tuples does, so an empty
+    // interval sorts before a longer one that starts with it and is absorbed.
+    intervals.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for &(start, end) in intervals.iter() {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end.max(start))),
+        }
+    }
+    merged
 }
 
 #[cfg(test)]
@@ -286,6 +349,8 @@ mod tests {
             sweep.push(start, end);
         }
         assert_eq!(union_ns(&mut pairs), sweep.finish());
+        let merged = merge_intervals(&mut reference.clone());
+        assert_eq!(merged.iter().map(|&(start, end)| end - start).sum::<u64>(), union_ns(&mut reference));
         assert!(pairs.windows(2).all(|pair| pair[0].0 <= pair[1].0));
     }
 }

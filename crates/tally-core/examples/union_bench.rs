@@ -31,12 +31,12 @@ fn main() {
 
     let mut work = shuffled.clone();
     let started = Instant::now();
-    let busy = tally_gpu_time::union_ns(&mut work);
+    let busy = tally_core::interval::union_ns(&mut work);
     let shuffled_seconds = started.elapsed().as_secs_f64();
 
     // `work` is now sorted by start.
     let started = Instant::now();
-    let again = tally_gpu_time::union_ns(&mut work);
+    let again = tally_core::interval::union_ns(&mut work);
     let sorted_seconds = started.elapsed().as_secs_f64();
     assert_eq!(busy, again, "the union does not depend on order");
     drop(shuffled);

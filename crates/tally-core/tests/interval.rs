@@ -1,0 +1,140 @@
+//! The interval rules of `tally_core::interval` (half-open, empty intervals
+//! cover no instant, merged lists as stormlog's), property-tested once for
+//! every user: the accounting and the trace import.
+
+use proptest::prelude::*;
+use tally_core::interval::{Sweep, UnionSweep, merge_intervals, summed_ns, union_ns};
+
+/// The instants `items` cover, counted one by one (small axes only).
+fn covered_instants(items: &[(u64, u64)]) -> u64 {
+    let last = items.iter().map(|item| item.1).max().unwrap_or(0);
+    (0..last).filter(|&t| items.iter().any(|&(start, end)| start <= t && t < end)).count() as u64
+}
+
+/// stormlog's `merge_intervals`, transcribed: sorted tuples, touching join.
+fn stormlog_merge(items: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    let mut sorted = items.to_vec();
+    sorted.sort();
+    let mut merged: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in sorted {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    merged
+}
+
+fn small_intervals() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    proptest::collection::vec(
+        (0u64..300, prop_oneof![Just(0u64), 0u64..20, 0u64..120]).prop_map(|(s, l)| (s, s + l)),
+        0..40,
+    )
+}
+
+fn intervals() -> impl Strategy<Value = Vec<(u64, u64)>> {
+    proptest::collection::vec(
+        (0u64..1_000_000, prop_oneof![Just(0u64), 0u64..1_000, 0u64..100_000]).prop_map(|(s, l)| (s, s + l)),
+        0..200,
+    )
+}
+
+proptest! {
+    #[test]
+    fn busy_is_at_most_summed(mut items in intervals()) {
+        let summed = summed_ns(&items);
+        prop_assert!(u128::from(union_ns(&mut items)) <= summed);
+    }
+
+    #[test]
+    fn busy_is_at_most_the_envelope(mut items in intervals()) {
+        let envelope = match (items.iter().map(|i| i.0).min(), items.iter().map(|i| i.1).max()) {
+            (Some(first), Some(last)) => last - first,
+            _ => 0,
+        };
+        prop_assert!(union_ns(&mut items) <= envelope);
+    }
+
+    #[test]
+    fn disjoint_groups_add(mut first in intervals(), second in intervals(), gap in 0u64..1_000) {
+        // Shift the second group past the first's last end: the groups share
+        // no instant (touching at one point is allowed; it has no length).
+        let offset = first.iter().map(|i| i.1).max().unwrap_or(0) + gap;
+        let mut second: Vec<(u64, u64)> = second.iter().map(|&(s, e)| (s + offset, e + offset)).collect();
+        let mut both: Vec<(u64, u64)> = first.iter().chain(&second).copied().collect();
+        let expected = union_ns(&mut first) + union_ns(&mut second);
+        prop_assert_eq!(union_ns(&mut both), expected);
+    }
+
+    #[test]
+    fn order_and_repetition_do_not_change_busy(items in intervals(), seed in any::<u64>()) {
+        let mut sorted = items.clone();
+        let expected = union_ns(&mut sorted);
+        let mut shuffled = items.clone();
+        shuffled.extend(items.iter().step_by(3));
+        let mut state = seed | 1;
+        for index in (1..shuffled.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            shuffled.swap(index, (state % (index as u64 + 1)) as usize);
+        }
+        prop_assert_eq!(union_ns(&mut shuffled), expected);
+    }
+}
+
+proptest! {
+    #[test]
+    fn every_union_counts_the_covered_instants(items in small_intervals()) {
+        let expected = covered_instants(&items);
+        prop_assert_eq!(union_ns(&mut items.clone()), expected);
+        let mut sorted = items.clone();
+        sorted.sort_unstable();
+        let mut union = UnionSweep::default();
+        let mut sweep = Sweep::default();
+        for &(start, end) in &sorted {
+            union.push(start, end);
+            sweep.push(start, end);
+        }
+        prop_assert_eq!(union.finish(), expected);
+        prop_assert_eq!(sweep.finish().busy_ns, expected);
+        let merged = merge_intervals(&mut items.clone());
+        prop_assert_eq!(merged.iter().map(|&(start, end)| end - start).sum::<u64>(), expected);
+    }
+
+    #[test]
+    fn merged_lists_are_stormlogs_sorted_and_disjoint(items in small_intervals()) {
+        let merged = merge_intervals(&mut items.clone());
+        prop_assert_eq!(&merged, &stormlog_merge(&items));
+        // Strictly apart: touching entries would have been joined.
+        prop_assert!(merged.windows(2).all(|pair| pair[0].1 < pair[1].0));
+    }
+
+    #[test]
+    fn empty_intervals_change_no_figure(items in small_intervals(), empties in proptest::collection::vec(0u64..400, 0..10)) {
+        let mut with_empties = items.clone();
+        with_empties.extend(empties.iter().map(|&at| (at, at)));
+        with_empties.sort_unstable();
+        let mut plain = items.clone();
+        plain.sort_unstable();
+        let sweep = |list: &[(u64, u64)]| {
+            let mut sweep = Sweep::default();
+            list.iter().for_each(|&(start, end)| sweep.push(start, end));
+            sweep.finish()
+        };
+        prop_assert_eq!(sweep(&with_empties), sweep(&plain));
+        prop_assert_eq!(summed_ns(&with_empties), summed_ns(&plain));
+        prop_assert_eq!(union_ns(&mut with_empties), union_ns(&mut plain));
+    }
+}
+
+#[test]
+fn touching_intervals_merge_and_empty_ones_add_nothing() {
+    assert_eq!(merge_intervals(&mut [(0, 10), (10, 20)]), [(0, 20)]);
+    assert_eq!(merge_intervals(&mut [(5, 5), (5, 9)]), [(5, 9)]);
+    assert_eq!(merge_intervals(&mut [(3, 3), (5, 9)]), [(3, 3), (5, 9)]);
+    assert_eq!(union_ns(&mut [(0, 10), (10, 20)]), 20);
+    assert_eq!(union_ns(&mut [(5, 5), (7, 7)]), 0);
+    assert_eq!(union_ns(&mut []), 0);
+    assert_eq!(summed_ns(&[(0, u64::MAX), (0, u64::MAX)]), 2 * u128::from(u64::MAX));
+}
