@@ -1,5 +1,4 @@
-//! Per-rank correlation evidence without a GPU, and the accounting of
-//! several ranks' artifacts together.
+//! Per-rank correlation evidence without a GPU.
 //!
 //! # What the CPU stand-in evidence is
 //!
@@ -26,14 +25,11 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde::Serialize;
 use serde_json::{Map, Value};
 use tally_core::{
     ActivityDomain, ActivityRef, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent, EntityRef,
     EventBody, InferenceRecord, Iteration, NonEmptyString, Provenance, Span, ValidationError,
 };
-use tally_gpu_time::{DeviceClock, GpuTime, RunAccounting, account_gpu_time};
-use tally_resolve::{ResolveError, resolve_inference_events};
 
 /// The `source` of the stand-in evidence's context.
 pub const STAND_IN_SOURCE: &str = "tally-distributed/cpu-stand-in";
@@ -168,103 +164,4 @@ impl CpuStandInRecorder {
     pub fn into_records(self) -> Vec<InferenceRecord> {
         self.events.into_iter().map(InferenceRecord::Event).collect()
     }
-}
-
-/// One device clock's GPU time, as `tally account --format json` writes a row.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GpuRow {
-    /// The device.
-    pub device_uuid: String,
-    /// Its clock domain.
-    pub clock_domain: String,
-    /// `monotonic` or `device`.
-    pub clock_kind: &'static str,
-    /// Sum of the activities' busy lengths.
-    pub summed_activity_ns: u128,
-    /// Length of their union.
-    pub busy_ns: u64,
-    /// How many activities.
-    pub activity_count: u64,
-}
-
-impl GpuRow {
-    fn of(clock: &DeviceClock<'_>, time: &GpuTime) -> Self {
-        Self {
-            device_uuid: clock.device_uuid.to_owned(),
-            clock_domain: clock.clock_domain.to_owned(),
-            clock_kind: clock.clock_kind.as_str(),
-            summed_activity_ns: time.summed_activity_ns,
-            busy_ns: time.busy_ns,
-            activity_count: time.activity_count,
-        }
-    }
-}
-
-/// An iteration's reference, elapsed time and GPU rows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct IterationRow {
-    /// The iteration.
-    pub iteration_ref: EntityRef,
-    /// `end - start` on a monotonic clock.
-    pub elapsed_ns: Option<u64>,
-    /// Its GPU time per device clock.
-    pub gpu: Vec<GpuRow>,
-}
-
-/// The GPU-time accounting of several ranks' artifacts, owned and
-/// serializable: the `run_id`, `device_totals`, `iterations`,
-/// `unattributed_activity_refs` and `unmeasured_gpu_activity_refs` of
-/// `tally account --format json`, with the same keys and order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AccountingSummary {
-    /// The run.
-    pub run_id: Option<String>,
-    /// One row per device clock, sorted; ranks' clocks stay separate rows.
-    pub device_totals: Vec<GpuRow>,
-    /// Every known iteration, sorted.
-    pub iterations: Vec<IterationRow>,
-    /// Activities without an iteration link.
-    pub unattributed_activity_refs: Vec<EntityRef>,
-    /// GPU activities that cannot be measured.
-    pub unmeasured_gpu_activity_refs: Vec<EntityRef>,
-}
-
-impl AccountingSummary {
-    fn of(accounting: &RunAccounting<'_>) -> Self {
-        Self {
-            run_id: accounting.run_id.map(str::to_owned),
-            device_totals: accounting
-                .device_totals
-                .iter()
-                .map(|total| GpuRow::of(&total.clock, &total.time))
-                .collect(),
-            iterations: accounting
-                .iterations
-                .iter()
-                .map(|timing| IterationRow {
-                    iteration_ref: timing.iteration_ref.clone(),
-                    elapsed_ns: timing.elapsed_ns,
-                    gpu: timing.gpu.iter().map(|(clock, time)| GpuRow::of(clock, time)).collect(),
-                })
-                .collect(),
-            unattributed_activity_refs: accounting
-                .unattributed_activity_refs
-                .iter()
-                .map(|r| (*r).clone())
-                .collect(),
-            unmeasured_gpu_activity_refs: accounting
-                .unmeasured_gpu_activity_refs
-                .iter()
-                .map(|r| (*r).clone())
-                .collect(),
-        }
-    }
-}
-
-/// Resolves the records of every rank together and accounts their GPU time
-/// per device clock (tally-resolve and tally-gpu-time: stormlog's rules).
-/// Records are taken in order: rank 0's first, then rank 1's, ...
-pub fn account_ranks(records: &[InferenceRecord]) -> Result<AccountingSummary, ResolveError> {
-    let graph = resolve_inference_events(records)?;
-    Ok(AccountingSummary::of(&account_gpu_time(&graph)))
 }

@@ -20,7 +20,8 @@
 //!   and the distributed branch of `resource_profile_columns`;
 //! - [`AggregateRequest`] is the JSON request of `tally aggregate --request`;
 //! - [`account_ranks`] accounts the GPU time of several ranks' artifacts
-//!   together, one row per device clock; [`CpuStandInRecorder`] makes
+//!   together, one row per device clock, as tally-gpu-time's
+//!   [`tally_gpu_time::AccountingReport`]; [`CpuStandInRecorder`] makes
 //!   honest stand-in evidence of CPU work where there is no GPU (see
 //!   [`evidence`]).
 //!
@@ -65,13 +66,12 @@ pub use aggregate::{
     AggregateError, AggregateOptions, aggregate_distributed_resource_profiles,
     aggregate_distributed_resource_profiles_parallel, aggregate_in_chunks,
 };
-pub use evidence::{
-    AccountingSummary, CpuStandInRecorder, GpuRow, IterationRow, account_ranks, stand_in_clock_name,
-};
+pub use evidence::{CpuStandInRecorder, stand_in_clock_name};
 pub use like::{
     ResourceProfileLike, distributed_resource_profile_columns, resource_profile_like_from_dict,
     with_distributed_embedding_footprint,
 };
+pub use ranks::account_ranks;
 pub use request::{AggregateRequest, RequestError};
 pub use types::{
     DISTRIBUTED_SCOPE, DistributedResourceProfile, DistributedStatus, LatencyDistribution, THROUGHPUT_KIND,

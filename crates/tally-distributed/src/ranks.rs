@@ -1,6 +1,7 @@
 //! What a rank reports to the driver, how the driver combines the reports,
-//! and how a rank bounds its own work in time. Transport-free: the `mpi`
-//! module moves the bytes; these types are also what a test reads back.
+//! how a rank bounds its own work in time, and the GPU-time accounting of
+//! every rank's evidence together. Transport-free: the `mpi` module moves
+//! the bytes; these types are also what a test reads back.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -9,7 +10,20 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tally_core::InferenceRecord;
+use tally_gpu_time::AccountingReport;
 use tally_profile::profile::ResourceProfile;
+use tally_resolve::{ResolveError, resolve_inference_events};
+
+/// Resolves the records of every rank together and reports their GPU time
+/// per device clock (stormlog's rules; the report `tally account --format
+/// json` prints). Records are taken in order: rank 0's first, then rank
+/// 1's, ... Ranks' clocks are separate domains, so each rank keeps its own
+/// rows and nothing is added across ranks.
+pub fn account_ranks(records: &[InferenceRecord]) -> Result<AccountingReport, ResolveError> {
+    let graph = resolve_inference_events(records)?;
+    Ok(AccountingReport::from_resolved(&graph, false))
+}
 
 /// One rank's report, as sent to the driver: its shard and either its
 /// profile or why it has none.
