@@ -293,7 +293,7 @@ proptest! {
             delivered.insert(at.index(delivered.len() + 1), bad);
         }
         let borrowed = resolve_inference_events(&delivered);
-        let streamed = tally_resolve::resolve_run(&delivered);
+        let streamed = tally_resolve::resolve_streaming(&delivered);
         match (borrowed, streamed) {
             (Ok(graph), Ok(run)) => prop_assert_eq!(evidence_summary(&graph), evidence_summary(&run)),
             (Err(a), Err(b)) => prop_assert_eq!(a, b),

@@ -1,11 +1,11 @@
 //! The device's event clock and its calibration against the host clock.
 //!
 //! CUDA exposes no absolute device timestamp through events, only the time
-//! between two of them (`cuEventElapsedTime`). A [`DeviceClock`] therefore
+//! between two of them (`cuEventElapsedTime`). A [`CudaEventClock`] therefore
 //! records an *origin* event when it starts: a device timestamp is the time
 //! from the origin to an event, in nanoseconds. Each clock is its own clock
 //! domain (named after the device, the host, the process and a counter),
-//! and [`DeviceClock::calibrate`] ties it to the host monotonic clock.
+//! and [`CudaEventClock::calibrate`] ties it to the host monotonic clock.
 //!
 //! # Calibration
 //!
@@ -62,9 +62,12 @@ const SAMPLE_TIMEOUT: Duration = Duration::from_secs(5);
 
 static NEXT_CLOCK: AtomicU64 = AtomicU64::new(1);
 
-/// A device clock: nanoseconds since an origin event on one stream.
+/// A CUDA device's clock, read through events: nanoseconds since an origin
+/// event on one stream, calibrated to the host monotonic clock (not to be
+/// confused with `tally_gpu_time::DeviceClock`, the key GPU time is kept
+/// apart by).
 #[derive(Debug)]
-pub struct DeviceClock {
+pub struct CudaEventClock {
     device: CudaDevice,
     origin: CudaEvent,
     domain: NonEmptyString,
@@ -72,7 +75,7 @@ pub struct DeviceClock {
     samples: Vec<CalibrationSample>,
 }
 
-impl DeviceClock {
+impl CudaEventClock {
     /// Starts a clock on `device`'s stream: waits for the stream to go idle
     /// and records the origin, which is also the first calibration sample.
     pub fn start(device: &CudaDevice) -> Result<Self, CudaError> {

@@ -52,7 +52,7 @@ pub use cudarc;
 
 pub use adapter::{CudaProfileAdapter, DEFAULT_SAMPLE_INTERVAL};
 pub use clock::{
-    ALIGNMENT_BASIS, Calibration, CalibrationSample, DeviceClock, EVENT_RESOLUTION_NS,
+    ALIGNMENT_BASIS, Calibration, CalibrationSample, CudaEventClock, EVENT_RESOLUTION_NS,
     device_reading_error_ns,
 };
 pub use device::{CudaDevice, DeviceMemory};

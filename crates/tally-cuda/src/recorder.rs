@@ -10,7 +10,7 @@ use tally_core::{
 };
 
 use crate::driver::call;
-use crate::{Calibration, CudaDevice, CudaError, DeviceClock, host_monotonic_ns};
+use crate::{Calibration, CudaDevice, CudaError, CudaEventClock, host_monotonic_ns};
 
 /// The `source` written in the context of the events this crate makes.
 pub const SOURCE: &str = "tally-cuda";
@@ -120,7 +120,7 @@ impl<T> TimedWindow<T> {
 /// ```
 #[derive(Debug)]
 pub struct CudaRecorder {
-    clock: DeviceClock,
+    clock: CudaEventClock,
     context: Arc<CorrelationContext>,
     producer: Producer,
     calibration: Option<Calibration>,
@@ -134,7 +134,7 @@ impl CudaRecorder {
     /// (the device clock, `clock_kind` `device`, the device's UUID).
     pub fn new(device: &CudaDevice, producer: Producer) -> Result<Self, CudaError> {
         let version = crate::driver_version()?;
-        let clock = DeviceClock::start(device)?;
+        let clock = CudaEventClock::start(device)?;
         let mut context = CorrelationContext::new(
             producer.run_id.clone(),
             producer.session_id.clone(),
@@ -165,7 +165,7 @@ impl CudaRecorder {
     }
 
     /// The device clock.
-    pub fn clock(&self) -> &DeviceClock {
+    pub fn clock(&self) -> &CudaEventClock {
         &self.clock
     }
 
@@ -249,7 +249,7 @@ impl CudaRecorder {
         )?)
     }
 
-    /// Takes `samples` calibration samples (see [`DeviceClock::calibrate`])
+    /// Takes `samples` calibration samples (see [`CudaEventClock::calibrate`])
     /// and keeps the calibration over every sample so far.
     pub fn calibrate(&mut self, samples: usize) -> Result<&Calibration, CudaError> {
         let calibration = self.clock.calibrate(samples)?;

@@ -17,7 +17,7 @@ use tally_profile::profile::{
     EmbeddingFootprint, FootprintStatus, ModelFootprint, PersistedStatus, ProfileStatus, ResourceProfile,
 };
 use tally_profile::{
-    ArtifactStat, ArtifactStore, EmbeddingError, EmbeddingMetadata, persisted_array_footprint,
+    EmbeddingError, EmbeddingMetadata, EmbeddingStore, StoredEmbeddingStat, persisted_array_footprint,
 };
 
 use crate::types::{
@@ -33,11 +33,11 @@ pub struct AggregateOptions<'a> {
     /// vertebrae's `all_shard_keys or ...`) means the reporting workers' keys.
     pub all_shard_keys: Option<&'a [String]>,
     /// Where the merged embeddings are persisted, if anywhere.
-    pub store: Option<&'a dyn ArtifactStore>,
+    pub store: Option<&'a dyn EmbeddingStore>,
     /// Key of the merged embeddings in `store`.
     pub merged_key: Option<&'a str>,
     /// A stat already known for the merged embeddings (the store is not asked).
-    pub merged_stat: Option<&'a ArtifactStat>,
+    pub merged_stat: Option<&'a StoredEmbeddingStat>,
     /// `false` makes the merged persisted footprint `disabled`.
     pub persisted_storage: bool,
 }
@@ -58,7 +58,7 @@ impl std::fmt::Debug for AggregateOptions<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AggregateOptions")
             .field("all_shard_keys", &self.all_shard_keys)
-            .field("store", &self.store.map(|_| "dyn ArtifactStore"))
+            .field("store", &self.store.map(|_| "dyn EmbeddingStore"))
             .field("merged_key", &self.merged_key)
             .field("merged_stat", &self.merged_stat)
             .field("persisted_storage", &self.persisted_storage)

@@ -6,7 +6,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use tally_profile::profile::ResourceProfile;
-use tally_profile::{ArtifactStat, ArtifactStore, EmbeddingMetadata};
+use tally_profile::{EmbeddingMetadata, EmbeddingStore, StoredEmbeddingStat};
 
 use crate::aggregate::{
     AggregateError, AggregateOptions, aggregate_distributed_resource_profiles,
@@ -42,7 +42,7 @@ fn error(path: impl Into<String>, message: impl Into<String>) -> RequestError {
 /// Only `profiles` and `merged_embeddings` are required; `all_shard_keys`,
 /// `merged_key` and `merged_stat` may be `null`. Each profile is loaded
 /// with `resource_profile_from_dict`'s rules. The store itself is not part
-/// of the request: the caller passes one (e.g. a `LocalArtifactStore`).
+/// of the request: the caller passes one (e.g. a `LocalEmbeddingStore`).
 ///
 /// ```
 /// use tally_distributed::AggregateRequest;
@@ -67,7 +67,7 @@ pub struct AggregateRequest {
     /// Key of the merged embeddings in the store.
     pub merged_key: Option<String>,
     /// The merged embeddings' known stat.
-    pub merged_stat: Option<ArtifactStat>,
+    pub merged_stat: Option<StoredEmbeddingStat>,
     /// Whether to measure the persisted size (default `true`).
     pub persisted_storage: bool,
 }
@@ -164,7 +164,7 @@ impl AggregateRequest {
     }
 
     /// The aggregation options this request describes, with `store`.
-    pub fn options<'a>(&'a self, store: Option<&'a dyn ArtifactStore>) -> AggregateOptions<'a> {
+    pub fn options<'a>(&'a self, store: Option<&'a dyn EmbeddingStore>) -> AggregateOptions<'a> {
         AggregateOptions {
             all_shard_keys: self.all_shard_keys.as_deref(),
             store,
@@ -177,7 +177,7 @@ impl AggregateRequest {
     /// Aggregates the request sequentially.
     pub fn aggregate(
         &self,
-        store: Option<&dyn ArtifactStore>,
+        store: Option<&dyn EmbeddingStore>,
     ) -> Result<DistributedResourceProfile, AggregateError> {
         aggregate_distributed_resource_profiles(&self.profiles, &self.merged_embeddings, &self.options(store))
     }
@@ -185,7 +185,7 @@ impl AggregateRequest {
     /// Aggregates the request on rayon's pool (same result).
     pub fn aggregate_parallel(
         &self,
-        store: Option<&dyn ArtifactStore>,
+        store: Option<&dyn EmbeddingStore>,
     ) -> Result<DistributedResourceProfile, AggregateError> {
         aggregate_distributed_resource_profiles_parallel(
             &self.profiles,
@@ -259,7 +259,7 @@ impl<'de> Deserialize<'de> for ObjectProfile {
     }
 }
 
-fn parse_stat(value: &Value) -> Result<ArtifactStat, RequestError> {
+fn parse_stat(value: &Value) -> Result<StoredEmbeddingStat, RequestError> {
     let field = |key: &str| value.get(key).filter(|item| !item.is_null());
     let text = |key: &str| -> Result<String, RequestError> {
         field(key)
@@ -270,6 +270,6 @@ fn parse_stat(value: &Value) -> Result<ArtifactStat, RequestError> {
     let size = field("size_bytes")
         .and_then(Value::as_u64)
         .ok_or_else(|| error("merged_stat.size_bytes", "must be a non-negative integer"))?;
-    ArtifactStat::new(text("uri")?, size, text("storage_format")?)
+    StoredEmbeddingStat::new(text("uri")?, size, text("storage_format")?)
         .map_err(|reason| error("merged_stat", reason.to_string()))
 }

@@ -13,7 +13,7 @@ use tally_distributed::{
     AggregateRequest, DistributedResourceProfile, ResourceProfileLike, aggregate_in_chunks,
     distributed_resource_profile_columns, with_distributed_embedding_footprint,
 };
-use tally_profile::{ArtifactStat, ArtifactStore, EmbeddingMetadata, PersistedSizes};
+use tally_profile::{EmbeddingMetadata, EmbeddingStore, PersistedSizes, StoredEmbeddingStat};
 use tally_testkit::json::{Ordered, columns_json, json_files};
 
 fn report(failures: &[String]) {
@@ -28,7 +28,7 @@ fn check_aggregate(name: &str, fixture: &Value) -> Vec<String> {
         Err(error) => return vec![format!("{name}: request rejected: {error}")],
     };
     let store = ScriptedStore::from_spec(&fixture["store"]);
-    let store = store.as_ref().map(|store| store as &dyn ArtifactStore);
+    let store = store.as_ref().map(|store| store as &dyn EmbeddingStore);
     let results = [
         ("sequential", request.aggregate(store)),
         ("parallel", request.aggregate_parallel(store)),
@@ -172,9 +172,9 @@ fn profiles_load_like_resource_profile_like_from_dict() {
     report(&failures);
 }
 
-fn stat(spec: &Value, key: &str) -> Option<ArtifactStat> {
+fn stat(spec: &Value, key: &str) -> Option<StoredEmbeddingStat> {
     spec.get(key).filter(|value| !value.is_null()).map(|stat| {
-        ArtifactStat::new(
+        StoredEmbeddingStat::new(
             stat["uri"].as_str().expect("uri"),
             stat["size_bytes"].as_u64().expect("size"),
             stat["storage_format"].as_str().expect("format"),
@@ -195,7 +195,7 @@ fn with_distributed_embedding_footprint_matches_vertebrae() {
         let store = ScriptedStore::from_spec(&spec["store"]);
         let (raw_stat, evaluated_stat) = (stat(spec, "raw_stat"), stat(spec, "evaluated_stat"));
         let persisted = PersistedSizes {
-            store: store.as_ref().map(|store| store as &dyn ArtifactStore),
+            store: store.as_ref().map(|store| store as &dyn EmbeddingStore),
             raw_key: spec["raw_key"].as_str(),
             evaluated_key: spec["evaluated_key"].as_str(),
             raw_stat: raw_stat.as_ref(),

@@ -213,7 +213,7 @@ fn add(time: &mut GpuTime, summed: u128) {
 /// row gets the three figures of [`GpuTime`].
 ///
 /// Works on any [`ResolvedEvidence`]: a [`tally_resolve::CorrelationGraph`]
-/// that borrows its events, or a [`tally_resolve::ResolvedRun`] that kept
+/// that borrows its events, or a [`tally_resolve::StreamedRun`] that kept
 /// none.
 pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccounting<'_> {
     let mut devices: Vec<DeviceWork<'_>> = Vec::new();

@@ -1,5 +1,5 @@
 //! Embedding footprint: resident size from shape and dtype, persisted size
-//! through an [`ArtifactStore`]; vertebrae's `with_embedding_footprint`.
+//! through an [`EmbeddingStore`]; vertebrae's `with_embedding_footprint`.
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -164,7 +164,7 @@ pub fn dtype_itemsize(name: &str) -> Result<u64, EmbeddingError> {
 
 /// Physical storage of one persisted array; vertebrae's `ArtifactStat`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ArtifactStat {
+pub struct StoredEmbeddingStat {
     /// Where the array is stored.
     pub uri: NonEmptyString,
     /// Bytes on storage.
@@ -173,7 +173,7 @@ pub struct ArtifactStat {
     pub storage_format: NonEmptyString,
 }
 
-impl ArtifactStat {
+impl StoredEmbeddingStat {
     /// Validates as vertebrae's `ArtifactStat.__post_init__`.
     pub fn new(
         uri: impl Into<String>,
@@ -210,9 +210,9 @@ pub enum StoreError {
 }
 
 /// Where persisted embedding arrays live; vertebrae's `stat_array` protocol.
-pub trait ArtifactStore {
+pub trait EmbeddingStore {
     /// Size, URI and format of the array stored under `key`, without loading it.
-    fn stat(&self, key: &str) -> Result<ArtifactStat, StoreError>;
+    fn stat(&self, key: &str) -> Result<StoredEmbeddingStat, StoreError>;
 }
 
 /// How [`with_embedding_footprint`] finds persisted sizes; the keyword
@@ -221,15 +221,15 @@ pub trait ArtifactStore {
 #[derive(Clone, Copy)]
 pub struct PersistedSizes<'a> {
     /// The store to ask, if any.
-    pub store: Option<&'a dyn ArtifactStore>,
+    pub store: Option<&'a dyn EmbeddingStore>,
     /// Key of the raw embeddings.
     pub raw_key: Option<&'a str>,
     /// Key of the evaluated embeddings.
     pub evaluated_key: Option<&'a str>,
     /// A stat already known for the raw embeddings (the store is not asked).
-    pub raw_stat: Option<&'a ArtifactStat>,
+    pub raw_stat: Option<&'a StoredEmbeddingStat>,
     /// A stat already known for the evaluated embeddings.
-    pub evaluated_stat: Option<&'a ArtifactStat>,
+    pub evaluated_stat: Option<&'a StoredEmbeddingStat>,
     /// `false` makes both footprints `disabled`.
     pub persisted_storage: bool,
 }
@@ -247,7 +247,7 @@ impl Default for PersistedSizes<'_> {
     }
 }
 
-fn measured(stat: &ArtifactStat) -> PersistedArtifactFootprint {
+fn measured(stat: &StoredEmbeddingStat) -> PersistedArtifactFootprint {
     PersistedArtifactFootprint {
         status: PersistedStatus::Measured,
         bytes: Some(stat.size_bytes),
@@ -260,9 +260,9 @@ fn measured(stat: &ArtifactStat) -> PersistedArtifactFootprint {
 /// vertebrae's `_persisted_array_footprint`: the footprint of one array and
 /// the warning to add, if any. Public for the distributed aggregation.
 pub fn persisted_array_footprint(
-    store: Option<&dyn ArtifactStore>,
+    store: Option<&dyn EmbeddingStore>,
     key: Option<&str>,
-    stat: Option<&ArtifactStat>,
+    stat: Option<&StoredEmbeddingStat>,
     enabled: bool,
 ) -> (PersistedArtifactFootprint, Option<String>) {
     if !enabled {
@@ -392,7 +392,7 @@ const ARTIFACT_MANIFEST: &str = "artifact-manifest.json";
 /// may see the old or the new manifest; and it checks the manifest fields
 /// `stat` relies on, not the metadata part of an `array+metadata` commit.
 #[derive(Debug, Clone)]
-pub struct LocalArtifactStore {
+pub struct LocalEmbeddingStore {
     root: PathBuf,
 }
 
@@ -501,7 +501,7 @@ fn read_json(path: &Path, what: &str, directory: &Path) -> Result<Value, StoreEr
         .map_err(|_| value_error(format!("{what} under {} is not valid JSON.", directory.display())))
 }
 
-impl LocalArtifactStore {
+impl LocalEmbeddingStore {
     /// A store rooted at `root` (vertebrae's default is `.vertebrae_cache`).
     pub fn new(root: impl Into<PathBuf>) -> Self {
         Self { root: root.into() }
@@ -558,8 +558,8 @@ impl LocalArtifactStore {
     }
 }
 
-impl ArtifactStore for LocalArtifactStore {
-    fn stat(&self, key: &str) -> Result<ArtifactStat, StoreError> {
+impl EmbeddingStore for LocalEmbeddingStore {
+    fn stat(&self, key: &str) -> Result<StoredEmbeddingStat, StoreError> {
         let path = self.key_path(key)?;
         if !path.exists() {
             return Err(StoreError::NotFound(format!(
@@ -588,7 +588,7 @@ impl ArtifactStore for LocalArtifactStore {
                 manifest.size_bytes
             )));
         }
-        ArtifactStat::new(target.to_string_lossy(), actual, manifest.storage_format)
+        StoredEmbeddingStat::new(target.to_string_lossy(), actual, manifest.storage_format)
             .map_err(|error| value_error(error.to_string()))
     }
 }

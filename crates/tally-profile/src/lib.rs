@@ -44,7 +44,7 @@
 //!   returning the wrong type) cannot happen: hooks are typed. Errors and
 //!   panics are contained with vertebrae's warning text; a panic is reported
 //!   with the kind `panic`.
-//! - **Paths**: see [`artifact_footprint`] for the cases where vertebrae
+//! - **Paths**: see [`deployment_artifact_footprint`] for the cases where vertebrae
 //!   raises and tally records an `unreadable` artifact instead. Non-UTF-8
 //!   paths are written lossily.
 //! - **Embeddings** are described by metadata ([`EmbeddingMetadata`]), not
@@ -53,8 +53,8 @@
 //!   (the Rust type name by default) where vertebrae writes `module.Class`.
 
 mod adapter;
-mod artifacts;
 mod clock;
+mod deployment;
 mod embedding;
 mod host;
 pub mod overhead;
@@ -64,12 +64,12 @@ mod pytext;
 mod sys;
 
 pub use adapter::{BaseResourceProfileAdapter, HookError, ResourceProfileAdapter};
-pub use artifacts::artifact_footprint;
 pub use clock::{Clock, MonotonicClock};
+pub use deployment::deployment_artifact_footprint;
 pub use embedding::{
-    ArtifactStat, ArtifactStore, EmbeddingError, EmbeddingMetadata, LocalArtifactStore, PersistedSizes,
-    StoreError, dtype_itemsize, embedding_footprint, persisted_array_footprint, set_embedding_footprint,
-    with_embedding_footprint,
+    EmbeddingError, EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore, PersistedSizes, StoreError,
+    StoredEmbeddingStat, dtype_itemsize, embedding_footprint, persisted_array_footprint,
+    set_embedding_footprint, with_embedding_footprint,
 };
 pub use host::{HostMemoryMethod, HostMemoryMode, current_rss_and_hwm};
 pub use profile::{

@@ -18,8 +18,8 @@ use crate::profile::{
 use serde_json::{Map, Value, json};
 
 use crate::adapter::{HookError, ResourceProfileAdapter};
-use crate::artifacts::artifact_footprint;
 use crate::clock::{Clock, MonotonicClock};
+use crate::deployment::deployment_artifact_footprint;
 use crate::host::{HostMemoryMode, HostWindow};
 
 /// What to measure; vertebrae's `ResourceProfilingConfig` (less the
@@ -661,7 +661,7 @@ impl<C: Clock> ResourceProfiler<C> {
             }
             None => (ModelFootprintMeasurement::unavailable(None::<String>), Vec::new()),
         };
-        let artifacts = artifact_footprint(&declarations);
+        let artifacts = deployment_artifact_footprint(&declarations);
         let counted =
             |status: ArtifactStatus| matches!(status, ArtifactStatus::Measured | ArtifactStatus::Partial);
         let fully =

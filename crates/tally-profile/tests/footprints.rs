@@ -8,8 +8,8 @@ use std::path::Path;
 
 use tally_profile::profile::{ArtifactStatus, DeploymentArtifact, PersistedStatus};
 use tally_profile::{
-    ArtifactStore, EmbeddingError, EmbeddingMetadata, LocalArtifactStore, PersistedSizes, StoreError,
-    artifact_footprint, dtype_itemsize, persisted_array_footprint,
+    EmbeddingError, EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore, PersistedSizes, StoreError,
+    deployment_artifact_footprint, dtype_itemsize, persisted_array_footprint,
 };
 
 fn declare(path: &Path, recursive: bool) -> DeploymentArtifact {
@@ -25,8 +25,10 @@ fn symlink_loops_are_unreadable_or_skipped_not_fatal() {
     std::fs::create_dir(root.join("bundle")).expect("mkdir");
     std::fs::write(root.join("bundle/weights.bin"), [0u8; 64]).expect("write");
     std::os::unix::fs::symlink("self", root.join("bundle/self")).expect("symlink");
-    let results =
-        artifact_footprint(&[declare(&root.join("loop-a"), false), declare(&root.join("bundle"), true)]);
+    let results = deployment_artifact_footprint(&[
+        declare(&root.join("loop-a"), false),
+        declare(&root.join("bundle"), true),
+    ]);
     assert_eq!(results[0].status, ArtifactStatus::Unreadable);
     let reason = results[0].reason.as_deref().expect("a reason");
     assert!(reason.starts_with("Symlink loop from '"), "{reason}");
@@ -37,8 +39,9 @@ fn symlink_loops_are_unreadable_or_skipped_not_fatal() {
 
 #[test]
 fn unknown_home_directories_are_unreadable() {
-    let results =
-        artifact_footprint(&[DeploymentArtifact::new("~no_such_user_4711/model.bin").expect("path")]);
+    let results = deployment_artifact_footprint(&[
+        DeploymentArtifact::new("~no_such_user_4711/model.bin").expect("path")
+    ]);
     assert_eq!(results[0].status, ArtifactStatus::Unreadable);
     assert_eq!(results[0].reason.as_deref(), Some("Could not determine home directory."));
 }
@@ -46,7 +49,7 @@ fn unknown_home_directories_are_unreadable() {
 #[test]
 fn relative_paths_resolve_against_the_working_directory() {
     let cwd = std::env::current_dir().expect("cwd");
-    let results = artifact_footprint(&[DeploymentArtifact::new("./Cargo.toml").expect("path")]);
+    let results = deployment_artifact_footprint(&[DeploymentArtifact::new("./Cargo.toml").expect("path")]);
     assert_eq!(results[0].status, ArtifactStatus::Measured);
     assert_eq!(results[0].path, "./Cargo.toml", "the declared path is kept as declared");
     let expected = std::fs::canonicalize(cwd.join("Cargo.toml")).expect("exists");
@@ -57,7 +60,7 @@ fn relative_paths_resolve_against_the_working_directory() {
 #[test]
 fn an_empty_recursive_directory_is_measured_with_nothing() {
     let temp = tempfile::tempdir().expect("tempdir");
-    let results = artifact_footprint(&[declare(temp.path(), true)]);
+    let results = deployment_artifact_footprint(&[declare(temp.path(), true)]);
     assert_eq!(results[0].status, ArtifactStatus::Measured);
     assert_eq!((results[0].bytes, results[0].file_count, results[0].reason.as_deref()), (0, 0, None));
 }
@@ -76,7 +79,7 @@ fn copy_store() -> tempfile::TempDir {
     temp
 }
 
-fn failure(store: &LocalArtifactStore, key: &str) -> (String, String) {
+fn failure(store: &LocalEmbeddingStore, key: &str) -> (String, String) {
     match store.stat(key) {
         Err(StoreError::Failed { kind, message }) => (kind.into_owned(), message),
         other => panic!("expected a failure for {key:?}, got {other:?}"),
@@ -86,7 +89,7 @@ fn failure(store: &LocalArtifactStore, key: &str) -> (String, String) {
 #[test]
 fn the_local_store_reports_vertebrae_errors() {
     let temp = copy_store();
-    let store = LocalArtifactStore::new(temp.path());
+    let store = LocalEmbeddingStore::new(temp.path());
     let raw = store.stat("emb/raw").expect("committed array");
     assert_eq!(raw.storage_format.as_str(), "npy");
     assert!(raw.uri.ends_with(".npy"));

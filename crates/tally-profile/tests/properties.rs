@@ -14,7 +14,8 @@ use tally_profile::profile::{
     ModelFootprintMeasurement, ResourceAdapterMetadata,
 };
 use tally_profile::{
-    CallSpec, HookError, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler, artifact_footprint,
+    CallSpec, HookError, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,
+    deployment_artifact_footprint,
 };
 
 fn host_off() -> ProfilerConfig {
@@ -256,7 +257,7 @@ proptest! {
         let len = rotated.len();
         rotated.rotate_left((seed as usize) % len);
         for order in [&chosen, &reversed, &rotated] {
-            let results = artifact_footprint(&as_artifacts(order));
+            let results = deployment_artifact_footprint(&as_artifacts(order));
             prop_assert_eq!(results.len(), order.len());
             let counted = |status: ArtifactStatus| matches!(status, ArtifactStatus::Measured | ArtifactStatus::Partial);
             let bytes: u64 = results.iter().filter(|r| counted(r.status)).map(|r| r.bytes).sum();

@@ -1,5 +1,5 @@
 //! What accounting and reports read of a resolved run, whether it borrows
-//! its events ([`CorrelationGraph`]) or kept none ([`crate::ResolvedRun`]).
+//! its events ([`CorrelationGraph`]) or kept none ([`crate::StreamedRun`]).
 
 use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef};
 
@@ -18,7 +18,7 @@ pub struct IterationFacts<'g> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ActivityFacts<'g> {
     /// The activity's reference. A [`CorrelationGraph`] always gives it; a
-    /// [`crate::ResolvedRun`] keeps it only for activities that are
+    /// [`crate::StreamedRun`] keeps it only for activities that are
     /// unattributed, or GPU activities that cannot be measured, the two
     /// lists a report names them in.
     pub reference: Option<&'g EntityRef>,

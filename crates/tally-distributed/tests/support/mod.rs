@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tally_profile::{ArtifactStat, ArtifactStore, StoreError};
+use tally_profile::{EmbeddingStore, StoreError, StoredEmbeddingStat};
 use tally_testkit::json::{Ordered, json_fixtures, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
@@ -74,8 +74,8 @@ impl ScriptedStore {
     }
 }
 
-impl ArtifactStore for ScriptedStore {
-    fn stat(&self, key: &str) -> Result<ArtifactStat, StoreError> {
+impl EmbeddingStore for ScriptedStore {
+    fn stat(&self, key: &str) -> Result<StoredEmbeddingStat, StoreError> {
         let Some(entry) = self.0.get(key) else {
             return Err(StoreError::NotFound(format!("No artifact directory found under {key}.")));
         };
@@ -86,7 +86,7 @@ impl ArtifactStore for ScriptedStore {
             });
         }
         let stat = &entry["stat"];
-        Ok(ArtifactStat::new(
+        Ok(StoredEmbeddingStat::new(
             stat["uri"].as_str().expect("uri"),
             stat["size_bytes"].as_u64().expect("size"),
             stat["storage_format"].as_str().expect("format"),

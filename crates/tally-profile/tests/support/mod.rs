@@ -14,8 +14,8 @@ use tally_profile::profile::{
     ResourceAdapterMetadata, ResourceProfile,
 };
 use tally_profile::{
-    ArtifactStat, ArtifactStore, CallSpec, Clock, EmbeddingMetadata, HookError, LocalArtifactStore,
-    PersistedSizes, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler, StoreError,
+    CallSpec, Clock, EmbeddingMetadata, EmbeddingStore, HookError, LocalEmbeddingStore, PersistedSizes,
+    ProfilerConfig, ResourceProfileAdapter, ResourceProfiler, StoreError, StoredEmbeddingStat,
 };
 use tally_testkit::json::{Ordered, json_fixtures, key_paths};
 
@@ -250,8 +250,8 @@ pub fn replay_profiler(spec: &Value, adapter_name: &str) -> Value {
 /// The Rust twin of the fixture script's `ScriptedStore`.
 pub struct ScriptedStore(pub Value);
 
-impl ArtifactStore for ScriptedStore {
-    fn stat(&self, key: &str) -> Result<ArtifactStat, StoreError> {
+impl EmbeddingStore for ScriptedStore {
+    fn stat(&self, key: &str) -> Result<StoredEmbeddingStat, StoreError> {
         let Some(entry) = self.0.get(key) else {
             return Err(StoreError::NotFound(format!("No artifact directory found under {key}.")));
         };
@@ -268,12 +268,12 @@ impl ArtifactStore for ScriptedStore {
     }
 }
 
-pub fn stat_of(spec: &Value) -> Option<ArtifactStat> {
+pub fn stat_of(spec: &Value) -> Option<StoredEmbeddingStat> {
     if spec.is_null() {
         return None;
     }
     Some(
-        ArtifactStat::new(
+        StoredEmbeddingStat::new(
             spec["uri"].as_str().expect("uri"),
             spec["size_bytes"].as_u64().expect("size"),
             spec["storage_format"].as_str().expect("format"),
@@ -289,9 +289,9 @@ pub fn store_dir() -> PathBuf {
 /// Replays an `embedding` fixture on its base profile; returns the profile
 /// with the store root written `$STORE`.
 pub fn replay_embedding(spec: &Value, base: ResourceProfile) -> Value {
-    let local = LocalArtifactStore::new(store_dir());
+    let local = LocalEmbeddingStore::new(store_dir());
     let scripted = ScriptedStore(spec["store"].get("entries").cloned().unwrap_or(Value::Null));
-    let store: Option<&dyn ArtifactStore> = match spec["store"].get("kind").and_then(Value::as_str) {
+    let store: Option<&dyn EmbeddingStore> = match spec["store"].get("kind").and_then(Value::as_str) {
         None => None,
         Some("local") => Some(&local),
         Some(_) => Some(&scripted),

@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
 use tally_gpu_time::account_gpu_time;
-use tally_resolve::{ResolveError, ResolvedRun, RunResolver};
+use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
 
 use super::progress::Progress;
 
@@ -92,8 +92,8 @@ fn position(file: usize, line: u64) -> usize {
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
-) -> Result<ResolvedRun, String> {
-    let mut resolver = RunResolver::new();
+) -> Result<StreamedRun, String> {
+    let mut resolver = StreamingResolver::new();
     let mut names: Vec<String> = Vec::new();
     let locate = |names: &[String], error: &ResolveError| {
         let record = error.record();

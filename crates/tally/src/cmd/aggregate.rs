@@ -24,7 +24,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use tally_distributed::{AggregateError, AggregateOptions, AggregateRequest, DistributedResourceProfile};
 use tally_profile::profile::ResourceProfile;
-use tally_profile::{ArtifactStore, EmbeddingMetadata, LocalArtifactStore};
+use tally_profile::{EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore};
 
 use super::account::Layout;
 use super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};
@@ -57,7 +57,7 @@ pub struct Args {
     /// count as not profiled.
     #[arg(long, value_name = "KEYS", value_delimiter = ',')]
     pub all_shard_keys: Vec<String>,
-    /// A vertebrae `LocalArtifactStore` directory holding the merged
+    /// A vertebrae `LocalEmbeddingStore` directory holding the merged
     /// embeddings under `--merged-key` (or the request's `merged_key`).
     #[arg(long, value_name = "DIR")]
     pub store: Option<PathBuf>,
@@ -141,8 +141,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let store = args.store.as_ref().map(LocalArtifactStore::new);
-    let store = store.as_ref().map(|store| store as &dyn ArtifactStore);
+    let store = args.store.as_ref().map(LocalEmbeddingStore::new);
+    let store = store.as_ref().map(|store| store as &dyn EmbeddingStore);
     let options: AggregateOptions<'_> = request.options(store);
     // Thousands of workers aggregate faster on every core; the result is the same.
     let aggregate = match tally_distributed::aggregate_distributed_resource_profiles_parallel(

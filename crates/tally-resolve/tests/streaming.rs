@@ -8,7 +8,7 @@ use proptest::prelude::*;
 use serde_json::{Map, Number, Value};
 use tally_core::arbitrary::{arb_event, arb_event_in};
 use tally_core::{CorrelationEvent, Metadata, NonEmptyString};
-use tally_resolve::{ResolveError, RunResolver};
+use tally_resolve::{ResolveError, StreamingResolver};
 
 /// Numbers as another producer may write them: integers as floats where
 /// exact, 1 as `true` and 0 as `false`. Python finds the result equal.
@@ -42,7 +42,7 @@ fn with(
 
 /// Whether the resolver accepts `second` after `first`.
 fn accepts(first: &CorrelationEvent, second: &CorrelationEvent) -> Result<(), ResolveError> {
-    let mut resolver = RunResolver::new();
+    let mut resolver = StreamingResolver::new();
     resolver.push(0, first)?;
     resolver.push(1, second)?;
     resolver.finish().map(drop)
@@ -113,7 +113,7 @@ fn a_conflicting_entity_waits_for_the_end_of_the_stream() {
     let mut changed = Map::new();
     changed.insert("changed".into(), Value::Bool(true));
     let other = with(&event, Some("zz-other"), Some(changed));
-    let mut resolver = RunResolver::new();
+    let mut resolver = StreamingResolver::new();
     resolver.push(0, &event).expect("first");
     resolver.push(1, &other).expect("an entity conflict is not reported yet");
     assert_eq!(resolver.finish().expect_err("conflict").rule(), "conflicting-entity-identity");

@@ -457,13 +457,13 @@ fn measure_one(declaration: &DeploymentArtifact, measured: &mut HashSet<Vec<u8>>
 ///
 /// ```
 /// use tally_profile::profile::{ArtifactStatus, DeploymentArtifact};
-/// use tally_profile::artifact_footprint;
+/// use tally_profile::deployment_artifact_footprint;
 /// let missing = DeploymentArtifact::new("/nonexistent/model.onnx").unwrap();
-/// let results = artifact_footprint(&[missing]);
+/// let results = deployment_artifact_footprint(&[missing]);
 /// assert_eq!(results[0].status, ArtifactStatus::Missing);
 /// assert_eq!(results[0].reason.as_deref(), Some("The path does not exist."));
 /// ```
-pub fn artifact_footprint(declarations: &[DeploymentArtifact]) -> Vec<ArtifactFootprint> {
+pub fn deployment_artifact_footprint(declarations: &[DeploymentArtifact]) -> Vec<ArtifactFootprint> {
     let mut measured = HashSet::new();
     declarations.iter().map(|declaration| measure_one(declaration, &mut measured)).collect()
 }

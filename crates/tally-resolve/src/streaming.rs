@@ -1,6 +1,6 @@
-//! Resolution of a stream of records that are not kept: [`RunResolver`]
+//! Resolution of a stream of records that are not kept: [`StreamingResolver`]
 //! takes one event at a time and keeps only what accounting and reporting
-//! need, in a compact form; [`ResolvedRun`] is the result.
+//! need, in a compact form; [`StreamedRun`] is the result.
 //!
 //! The rules are [`crate::resolve_inference_events`]'s, rule for rule and in
 //! the same order (the workspace's property suite checks that the two agree
@@ -277,7 +277,7 @@ struct ContextInfo {
 /// ```
 /// use serde_json::json;
 /// use tally_core::parse_inference_record;
-/// use tally_resolve::{ResolvedEvidence, RunResolver};
+/// use tally_resolve::{ResolvedEvidence, StreamingResolver};
 ///
 /// let iteration = parse_inference_record(json!({"schema_version": 2,
 ///     "event_type": "infer.iteration", "event_id": "e1",
@@ -285,7 +285,7 @@ struct ContextInfo {
 ///                 "clock_domain": "host", "clock_kind": "monotonic",
 ///                 "collection_mode": "active", "provenance": "observed"},
 ///     "iteration_ref": {"producer_id": "p", "id": "step-1"}, "start_ns": 5, "end_ns": 9})).unwrap();
-/// let mut resolver = RunResolver::new();
+/// let mut resolver = StreamingResolver::new();
 /// for (index, record) in [iteration.clone(), iteration].iter().enumerate() {
 ///     resolver.push(index, record).unwrap(); // the record may be dropped now
 /// }
@@ -294,7 +294,7 @@ struct ContextInfo {
 /// assert_eq!(run.iteration_facts().next().unwrap().elapsed_ns, Some(4));
 /// ```
 #[derive(Debug, Default)]
-pub struct RunResolver {
+pub struct StreamingResolver {
     run: Option<(Box<str>, usize)>,
     context_slots: FastHashMap<usize, u32>,
     contexts: Vec<(Arc<CorrelationContext>, ContextInfo)>,
@@ -333,7 +333,7 @@ pub struct RunResolver {
     entity_conflict: Option<ResolveError>,
 }
 
-impl RunResolver {
+impl StreamingResolver {
     /// An empty resolver.
     pub fn new() -> Self {
         Self::default()
@@ -352,7 +352,7 @@ impl RunResolver {
 
     /// Takes the record at position `record` of the stream (legacy records
     /// take no part). Fails at once on a second run_id or a conflicting
-    /// redelivery; a conflicting entity is reported by [`RunResolver::finish`],
+    /// redelivery; a conflicting entity is reported by [`StreamingResolver::finish`],
     /// as stormlog deduplicates the whole stream before it builds tables.
     pub fn push(
         &mut self,
@@ -654,7 +654,7 @@ impl RunResolver {
 
     /// The resolved run, or the first conflicting entity when the stream
     /// held one (and no conflicting redelivery).
-    pub fn finish(mut self) -> Result<ResolvedRun, ResolveError> {
+    pub fn finish(mut self) -> Result<StreamedRun, ResolveError> {
         if let Some(conflict) = self.entity_conflict.take() {
             return Err(conflict);
         }
@@ -724,7 +724,7 @@ impl RunResolver {
             activities: self.activity_rows.len(),
             alignments: self.alignment_rows.len(),
         };
-        Ok(ResolvedRun {
+        Ok(StreamedRun {
             run_id: self.run.map(|(run, _)| run),
             counts,
             device_names: self.device_names,
@@ -784,10 +784,10 @@ fn keep_smallest(
     Ok(())
 }
 
-/// A run resolved by [`RunResolver`]: what accounting and reports need, and
+/// A run resolved by [`StreamingResolver`]: what accounting and reports need, and
 /// nothing of the events themselves.
 #[derive(Debug)]
-pub struct ResolvedRun {
+pub struct StreamedRun {
     run_id: Option<Box<str>>,
     counts: TableCounts,
     device_names: Vec<(Box<str>, Box<str>, ClockKind)>,
@@ -804,7 +804,7 @@ pub struct ResolvedRun {
     missing: Vec<Missing>,
 }
 
-impl ResolvedEvidence for ResolvedRun {
+impl ResolvedEvidence for StreamedRun {
     fn run_id(&self) -> Option<&str> {
         self.run_id.as_deref()
     }
@@ -871,12 +871,12 @@ impl ResolvedEvidence for ResolvedRun {
     }
 }
 
-/// Resolves records without keeping them: [`RunResolver`] over a sequence.
-pub fn resolve_run<'a, R>(records: impl IntoIterator<Item = &'a R>) -> Result<ResolvedRun, ResolveError>
+/// Resolves records without keeping them: [`StreamingResolver`] over a sequence.
+pub fn resolve_streaming<'a, R>(records: impl IntoIterator<Item = &'a R>) -> Result<StreamedRun, ResolveError>
 where
     R: AsCorrelationEvent + 'a,
 {
-    let mut resolver = RunResolver::new();
+    let mut resolver = StreamingResolver::new();
     for (index, record) in records.into_iter().enumerate() {
         resolver.push(index, record)?;
     }
