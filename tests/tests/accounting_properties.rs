@@ -149,9 +149,9 @@ proptest! {
             members.dedup();
             Some((timing.iteration_ref, *clock, time.busy_ns, members))
         });
-        let Some((iteration, clock, budget, members)) = candidate else {
-            return Ok(());
-        };
+        // A run without a measured iteration has no budget to split.
+        prop_assume!(candidate.is_some(), "no iteration with GPU time");
+        let Some((iteration, clock, budget, members)) = candidate else { unreachable!("assumed just above") };
         // Split the budget among the members at random cut points; the
         // last part is the unattributed remainder.
         let mut points: Vec<u64> = cuts.iter().take(members.len()).map(|cut| cut.index(budget as usize + 1) as u64).collect();

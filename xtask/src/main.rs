@@ -5,7 +5,8 @@
 //! - `bench [--json] [--quick] [NAME...]`: benchmarks beside the Python
 //!   references, with ratios.
 //! - `python`: only set up `.venv` and print its interpreter.
-//! - `boundaries`: check the dependency boundaries of docs/ARCHITECTURE.md.
+//! - `boundaries`: only the tidy checks of docs/ARCHITECTURE.md's boundaries
+//!   (tests/tests/tidy.rs, which `cargo test` runs as well).
 //! - `gpu-check [NAME...]`: the checks that need a GPU; each says it
 //!   skipped, and why, on a machine without one.
 
@@ -22,10 +23,7 @@ fn main() -> anyhow::Result<()> {
     let rest: Vec<String> = args.collect();
     match command.as_str() {
         "test" => test::run(&rest),
-        "boundaries" => test::check_dependency_boundaries(
-            &std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()),
-            &workspace_root(),
-        ),
+        "boundaries" => test::check_boundaries(),
         "bench" => bench::run(&rest),
         "gpu-check" => gpu_check::run(&rest),
         "python" => {

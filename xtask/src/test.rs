@@ -35,7 +35,6 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
         command
     };
     status(cargo_at_root().args(["fmt", "--all", "--check"]), "cargo fmt --check")?;
-    check_dependency_boundaries(&cargo, &root)?;
     status(
         cargo_at_root().args([
             "clippy",
@@ -160,54 +159,19 @@ fn is_root() -> bool {
     Command::new("id").arg("-u").output().is_ok_and(|output| output.stdout.starts_with(b"0"))
 }
 
-/// Crates that link or load a native runtime; only the adapters and the
-/// umbrella's optional features may pull them in.
-const NATIVE_CRATES: &[&str] = &["tch", "torch-sys", "ort", "ort-sys", "mpi", "mpi-sys", "cudarc"];
-
-/// Crates a user may take alone, expecting no native runtime with them.
-const LIGHT_CRATES: &[&str] = &[
-    "tally-core",
-    "tally-artifact",
-    "tally-clock",
-    "tally-resolve",
-    "tally-gpu-time",
-    "tally-profile",
-    "tally-trace",
-    "tally-distributed",
-];
-
-/// The only direct dependencies tally-core may have.
-const CORE_DEPENDENCIES: &[&str] = &["serde", "serde_json", "thiserror"];
-
-/// The boundaries docs/ARCHITECTURE.md promises, checked on the resolved
-/// dependency graph: no light crate pulls a native runtime in (with default
-/// features), and tally-core stays on serde, serde_json and thiserror.
-pub(crate) fn check_dependency_boundaries(cargo: &str, root: &Path) -> anyhow::Result<()> {
-    let tree = |package: &str, depth: Option<&str>| -> anyhow::Result<Vec<String>> {
-        let mut command = Command::new(cargo);
-        command.current_dir(root).args(["tree", "-q", "-e", "normal", "--prefix", "none", "-p", package]);
-        if let Some(depth) = depth {
-            command.args(["--depth", depth]);
-        }
-        let output = command.output()?;
-        if !output.status.success() {
-            anyhow::bail!("cargo tree -p {package} failed: {}", String::from_utf8_lossy(&output.stderr));
-        }
-        Ok(String::from_utf8_lossy(&output.stdout)
-            .lines()
-            .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
-            .collect())
-    };
-    for package in LIGHT_CRATES {
-        let names = tree(package, None)?;
-        if let Some(native) = names.iter().find(|name| NATIVE_CRATES.contains(&name.as_str())) {
-            anyhow::bail!("{package} depends on {native} with default features: see docs/ARCHITECTURE.md");
-        }
-    }
-    let direct = tree("tally-core", Some("1"))?;
-    if let Some(extra) = direct.iter().skip(1).find(|name| !CORE_DEPENDENCIES.contains(&name.as_str())) {
-        anyhow::bail!("tally-core depends on {extra}; it may use only {}", CORE_DEPENDENCIES.join(", "));
-    }
-    eprintln!("xtask: dependency boundaries hold ({} light crates, tally-core)", LIGHT_CRATES.len());
-    Ok(())
+/// `cargo xtask boundaries`: the dependency-boundary and command-line tidy
+/// checks alone (tests/tests/tidy.rs; `cargo test` runs them too).
+pub(crate) fn check_boundaries() -> anyhow::Result<()> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    status(
+        Command::new(cargo).current_dir(workspace_root()).args([
+            "test",
+            "-q",
+            "-p",
+            "tally-tests",
+            "--test",
+            "tidy",
+        ]),
+        "the tidy checks",
+    )
 }

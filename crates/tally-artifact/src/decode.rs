@@ -17,12 +17,46 @@ use crate::registry::{Interner, Registry};
 /// `event_type` of a v4 context definition row.
 pub const CONTEXT_EVENT_TYPE: &str = "infer.context";
 
+/// Which decoder decided a record line: the typed fast path, or the exact
+/// `serde_json::Value` path (taken for what the fast path declines, and for
+/// every error). The results are the same; the split is what tells whether
+/// the fast path earns its keep.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DecodePath {
+    Fast,
+    Exact,
+}
+
+/// How many record lines each decoder path decided.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DecodeStats {
+    /// Record lines the typed fast path decided.
+    pub fast: u64,
+    /// Record lines the exact path decided (the fast path declined them).
+    pub exact: u64,
+}
+
+impl DecodeStats {
+    pub(crate) fn count(&mut self, path: DecodePath) {
+        match path {
+            DecodePath::Fast => self.fast += 1,
+            DecodePath::Exact => self.exact += 1,
+        }
+    }
+
+    /// Every record line decided.
+    pub fn total(&self) -> u64 {
+        self.fast + self.exact
+    }
+}
+
 /// What one non-blank line holds.
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant, reason = "records dominate; a definition is rare and short-lived")]
 pub(crate) enum Row {
-    /// An event or a legacy record, and whether it was a v4 reference row.
-    Record(InferenceRecord, bool),
+    /// An event or a legacy record, whether it was a v4 reference row, and
+    /// which path decided it.
+    Record(InferenceRecord, bool, DecodePath),
     /// A v4 definition, not yet registered.
     Definition(String, Arc<CorrelationContext>),
 }
@@ -111,7 +145,7 @@ pub(crate) fn expand(
             let context = map.remove("context").unwrap_or(Value::Null);
             Ok(interner.intern(CorrelationContext::from_json(context)?))
         })
-        .map(|record| Row::Record(record, false))
+        .map(|record| Row::Record(record, false, DecodePath::Exact))
         .map_err(|error| invalid(error.message()));
     }
     // `type(version) is int`: neither 4.0 nor a boolean.
@@ -164,7 +198,7 @@ pub(crate) fn expand(
         map.remove("context");
         Ok(context)
     })
-    .map(|record| Row::Record(record, true))
+    .map(|record| Row::Record(record, true, DecodePath::Exact))
     .map_err(|error| invalid(error.message()))
 }
 
@@ -196,6 +230,7 @@ pub struct RecordDecoder {
     registry: Registry,
     interner: Interner,
     fast: bool,
+    stats: DecodeStats,
 }
 
 impl RecordDecoder {
@@ -206,7 +241,13 @@ impl RecordDecoder {
             registry: Registry::default(),
             interner: Interner::default(),
             fast: true,
+            stats: DecodeStats::default(),
         }
+    }
+
+    /// How many record lines so far each decoder path decided.
+    pub fn stats(&self) -> DecodeStats {
+        self.stats
     }
 
     /// Turns the typed fast path off, so every line takes the exact
@@ -241,7 +282,10 @@ impl RecordDecoder {
     ) -> Result<Option<InferenceRecord>, LineError> {
         match decode_row(line, terminated, line_number, &self.registry, &mut self.interner, self.fast)? {
             None => Ok(None),
-            Some(Row::Record(record, _)) => Ok(Some(record)),
+            Some(Row::Record(record, _, path)) => {
+                self.stats.count(path);
+                Ok(Some(record))
+            }
             Some(Row::Definition(id, context)) => {
                 self.registry.define(id, context, line_number).map_err(invalid)?;
                 Ok(None)
@@ -265,7 +309,7 @@ pub(crate) fn decode_row(
         return Ok(None);
     }
     if fast && let Some((record, compact)) = crate::fast::decode(line, line_number, registry, interner) {
-        return Ok(Some(Row::Record(record, compact)));
+        return Ok(Some(Row::Record(record, compact, DecodePath::Fast)));
     }
     let value = parse_json(line, terminated)?;
     let Value::Object(record) = value else {

@@ -73,7 +73,7 @@ mod read;
 mod registry;
 mod write;
 
-pub use decode::{CONTEXT_EVENT_TYPE, RecordDecoder};
+pub use decode::{CONTEXT_EVENT_TYPE, DecodeStats, RecordDecoder};
 pub use error::{ArtifactError, ErrorKind};
 pub use read::{
     ArtifactReader, ReadOptions, ReadStats, RecordBatch, Sniffed, decompressed, open_artifact, read_artifact,

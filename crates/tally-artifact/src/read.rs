@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use tally_core::{CorrelationContext, InferenceRecord};
 
 use crate::decode::{
-    CONTEXT_EVENT_TYPE, LineError, RecordDecoder, Row, decode_row, definition_of, may_define,
+    CONTEXT_EVENT_TYPE, DecodeStats, LineError, RecordDecoder, Row, decode_row, definition_of, may_define,
 };
 use crate::error::{ArtifactError, ErrorKind};
 use crate::lines::{Lines, complete_prefix};
@@ -148,6 +148,8 @@ pub struct RecordBatch {
     pub compact_records: u64,
     /// `infer.context` definitions consumed among these lines.
     pub definitions: u64,
+    /// Which decoder path decided these records.
+    pub decoded: DecodeStats,
 }
 
 /// What [`read_batches`] read.
@@ -163,6 +165,8 @@ pub struct ReadStats {
     pub compact_records: u64,
     /// `infer.context` definition rows.
     pub definitions: u64,
+    /// Which decoder path decided the records.
+    pub decoded: DecodeStats,
 }
 
 /// Decodes an artifact in parallel and hands its records to `sink` in file
@@ -264,6 +268,8 @@ where
                 stats.records += counts.records;
                 stats.compact_records += counts.compact_records;
                 stats.definitions += counts.definitions;
+                stats.decoded.fast += counts.decoded.fast;
+                stats.decoded.exact += counts.decoded.exact;
                 sink(output)?;
             }
             if window.last {
@@ -362,6 +368,7 @@ struct BatchCounts {
     records: u64,
     compact_records: u64,
     definitions: u64,
+    decoded: DecodeStats,
 }
 
 struct WindowState<'a> {
@@ -418,6 +425,7 @@ impl WindowState<'_> {
                     records: batch.records.len() as u64,
                     compact_records: batch.compact_records,
                     definitions: batch.definitions,
+                    decoded: batch.decoded,
                 };
                 Ok((map(batch), counts))
             })
@@ -500,10 +508,11 @@ fn decode_chunk(
         }
         match decode_row(line, terminated, line_number, registry, interner, fast) {
             Ok(None) => {}
-            Ok(Some(Row::Record(record, compact))) => {
+            Ok(Some(Row::Record(record, compact, path))) => {
                 batch.lines.push(line_number);
                 batch.records.push(record);
                 batch.compact_records += u64::from(compact);
+                batch.decoded.count(path);
             }
             Ok(Some(Row::Definition(..))) => {
                 // The scan finds every definition; see `may_define`.

@@ -28,6 +28,13 @@
 //! let error = parse_inference_record(bad).unwrap_err();
 //! assert_eq!(error.to_string(), "end_ns must be >= start_ns");
 //! ```
+//!
+//! # Features
+//!
+//! * **`proptest`** — proptest strategies for every model value
+//!   (`tally_core::arbitrary`), for other crates' property suites. Off by
+//!   default. (Written here by hand rather than by `document-features`,
+//!   since this crate depends on serde, serde_json and thiserror only.)
 
 #[cfg(feature = "proptest")]
 pub mod arbitrary;

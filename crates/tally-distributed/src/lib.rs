@@ -52,6 +52,10 @@
 //! - Nothing else: given the same worker profiles, every float is
 //!   bit-identical (Python's left-to-right sums, numpy's median and linear
 //!   95th percentile), which the golden tests check against vertebrae.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
 mod aggregate;
 pub mod evidence;

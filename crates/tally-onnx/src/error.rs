@@ -30,9 +30,9 @@ pub enum OnnxError {
         /// Why.
         reason: String,
     },
-    /// The input shapes cannot be fixed from the options given.
-    #[error("{0}")]
-    Shape(String),
+    /// The input shapes cannot be fixed from the bindings given.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
     /// A run failed.
     #[error("ONNX Runtime run failed: {message}")]
     Run {
@@ -42,4 +42,54 @@ pub enum OnnxError {
     /// The options are inconsistent (e.g. zero calls).
     #[error("{0}")]
     Options(String),
+}
+
+/// Why the inputs' shapes cannot be fixed from a [`crate::ShapeBindings`]:
+/// typed, so that a front end can word each case in its own terms (the
+/// `tally` command names its `--dim` and `--batch` flags).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ShapeError {
+    /// A batch size was asked for, but the input's first dimension is fixed
+    /// at another size.
+    #[error("input '{input}' has a fixed first dimension of {size}; a batch size of {batch} cannot apply")]
+    FixedBatch {
+        /// The input.
+        input: String,
+        /// Its fixed first dimension.
+        size: u64,
+        /// The batch size asked for.
+        batch: u64,
+    },
+    /// A binding of the first dimension disagrees with the batch size.
+    #[error("input '{input}': the dimension binding {binding}={size} conflicts with the batch size {batch}")]
+    BindingConflictsWithBatch {
+        /// The input.
+        input: String,
+        /// The binding's key (a symbolic name or `INPUT[INDEX]`).
+        binding: String,
+        /// Its size.
+        size: u64,
+        /// The batch size.
+        batch: u64,
+    },
+    /// A dynamic dimension past the first has no binding.
+    #[error("input '{input}' dimension {index} ({dimension}) is dynamic and has no size: bind {binding}")]
+    Unbound {
+        /// The input.
+        input: String,
+        /// The dimension's position.
+        index: usize,
+        /// The dimension as the model declares it.
+        dimension: String,
+        /// The key that would bind it: its symbolic name, or `INPUT[INDEX]`
+        /// when it has none.
+        binding: String,
+    },
+    /// A binding names no dynamic dimension of any input.
+    #[error("the dimension binding {binding} matches no dynamic dimension of the model's inputs")]
+    UnusedBinding {
+        /// The binding's key.
+        binding: String,
+    },
 }

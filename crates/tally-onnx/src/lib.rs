@@ -45,6 +45,10 @@
 //!   run on `CPUExecutionProvider`, which is what the metadata reports.
 //! - The adapter's `resource_adapter` name is
 //!   `tally_onnx.OnnxResourceProfileAdapter`.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
 mod adapter;
 mod dtype;
@@ -55,14 +59,18 @@ mod raw;
 pub mod runtime;
 mod session;
 mod wire;
+#[cfg(feature = "model-writer")]
 pub mod write;
 
 pub use adapter::{NO_ALLOCATOR_PEAK_API, OnnxResourceProfileAdapter};
 pub use dtype::DataType;
-pub use error::OnnxError;
+pub use error::{OnnxError, ShapeError};
 pub use model::{ModelInfo, ModelReadError, Storage, TensorInfo, TensorRole};
 pub use profile::{ProfileOptions, ProfileRun, profile_model};
-pub use runtime::{LibraryPath, LibrarySource, LoadError, ORT_DYLIB_PATH, OnnxRuntime};
+pub use runtime::{
+    LibraryPath, LibrarySource, LoadError, ORT_DYLIB_PATH, OnnxRuntime, PYTHON_INTERPRETER,
+    python_package_library,
+};
 pub use session::{
     CPU_EXECUTION_PROVIDER, Dim, IoInfo, IoType, OnnxSession, OutputValue, SessionOptions, ShapeBindings,
     SyntheticInputs, TensorData, f16_to_f64, f64_to_f16,

@@ -11,13 +11,15 @@ use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 use crate::adapter::OnnxResourceProfileAdapter;
 use crate::error::OnnxError;
 use crate::model::ModelInfo;
-use crate::runtime::OnnxRuntime;
+use crate::runtime::{LibraryPath, LibrarySource, OnnxRuntime};
 use crate::session::{IoInfo, OnnxSession, OutputValue, SessionOptions, ShapeBindings, TensorData};
 
 /// What to run and how to measure it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProfileOptions {
-    /// The ONNX Runtime library; `None` reads `ORT_DYLIB_PATH`.
+    /// The ONNX Runtime library; `None` reads `ORT_DYLIB_PATH`, else looks
+    /// for the `onnxruntime` package of the `python3` on `PATH`
+    /// ([`crate::LibraryPath::locate`]).
     pub library: Option<PathBuf>,
     /// Sizes of the inputs' dynamic dimensions.
     pub bindings: ShapeBindings,
@@ -65,6 +67,8 @@ pub struct ProfileRun {
     pub runtime_version: String,
     /// The library it was loaded from.
     pub runtime_library: PathBuf,
+    /// How that library was found.
+    pub runtime_origin: LibrarySource,
 }
 
 /// Loads ONNX Runtime, opens `model_path`, and measures `calls` runs (plus
@@ -79,7 +83,8 @@ pub fn profile_model(model_path: &Path, options: &ProfileOptions) -> Result<Prof
     if options.calls == 0 {
         return Err(OnnxError::Options("at least one call must be measured".to_owned()));
     }
-    let runtime = OnnxRuntime::load(options.library.as_deref())?;
+    let located = LibraryPath::locate(options.library.as_deref())?;
+    let runtime = OnnxRuntime::load_from(&located)?;
     let mut session = OnnxSession::open(&runtime, model_path, &options.session)?;
     let inputs = session.synthetic_inputs(&options.bindings)?;
     let adapter = OnnxResourceProfileAdapter::for_session(&session);
@@ -110,5 +115,6 @@ pub fn profile_model(model_path: &Path, options: &ProfileOptions) -> Result<Prof
         samples_per_call: samples,
         runtime_version: runtime.version().to_owned(),
         runtime_library: runtime.library().to_path_buf(),
+        runtime_origin: located.origin,
     })
 }

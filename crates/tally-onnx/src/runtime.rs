@@ -26,13 +26,20 @@ pub const ORT_DYLIB_PATH: &str = "ORT_DYLIB_PATH";
 /// version (`api-31`, ONNX Runtime 1.31).
 pub const REQUIRED_MINOR_VERSION: u32 = ort::MINOR_VERSION;
 
+/// The interpreter whose `onnxruntime` package is looked for when no path
+/// is given: the `python3` first on `PATH`, as tally-torch's build finds
+/// libtorch through the `python` on `PATH`.
+pub const PYTHON_INTERPRETER: &str = "python3";
+
 /// Where the library path came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LibrarySource {
-    /// Given by the caller (`tally profile --ort-lib`).
+    /// Given by the caller.
     Explicit,
     /// The `ORT_DYLIB_PATH` environment variable.
     Environment,
+    /// Found in the `onnxruntime` package of [`PYTHON_INTERPRETER`].
+    PythonPackage,
 }
 
 impl fmt::Display for LibrarySource {
@@ -40,6 +47,7 @@ impl fmt::Display for LibrarySource {
         f.write_str(match self {
             LibrarySource::Explicit => "given explicitly",
             LibrarySource::Environment => "from ORT_DYLIB_PATH",
+            LibrarySource::PythonPackage => "from the onnxruntime package of the python3 on PATH",
         })
     }
 }
@@ -47,10 +55,11 @@ impl fmt::Display for LibrarySource {
 /// The ONNX Runtime library could not be found or loaded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LoadError {
-    /// No path given and `ORT_DYLIB_PATH` unset or empty.
+    /// No path given, `ORT_DYLIB_PATH` unset or empty, and no `onnxruntime`
+    /// package found for the `python3` on `PATH`.
     #[error(
-        "no ONNX Runtime library: no path was given (--ort-lib) and ORT_DYLIB_PATH is not set; \
-         point either at libonnxruntime.so (e.g. onnxruntime/capi/libonnxruntime.so.1.* from the \
+        "no ONNX Runtime library: none was given, ORT_DYLIB_PATH is not set, and the python3 on PATH \
+         has no onnxruntime package (the library is onnxruntime/capi/libonnxruntime.so.1.* of the \
          onnxruntime wheel)"
     )]
     NotConfigured,
@@ -140,7 +149,9 @@ pub struct LibraryPath {
 
 impl LibraryPath {
     /// The library to use: `explicit` when given, else `ORT_DYLIB_PATH`
-    /// (an empty value counts as unset, as in `ort`).
+    /// (an empty value counts as unset, as in `ort`), else the library of
+    /// the `onnxruntime` package of the `python3` on `PATH`
+    /// ([`python_package_library`]).
     pub fn locate(explicit: Option<&Path>) -> Result<Self, LoadError> {
         if let Some(path) = explicit {
             return Ok(Self { path: path.to_path_buf(), origin: LibrarySource::Explicit });
@@ -149,9 +160,49 @@ impl LibraryPath {
             Some(value) if !value.is_empty() => {
                 Ok(Self { path: PathBuf::from(value), origin: LibrarySource::Environment })
             }
-            _ => Err(LoadError::NotConfigured),
+            _ => python_package_library(Path::new(PYTHON_INTERPRETER))
+                .map(|path| Self { path, origin: LibrarySource::PythonPackage })
+                .ok_or(LoadError::NotConfigured),
         }
     }
+}
+
+/// Asks `python` where its `onnxruntime` package is, without importing it
+/// (`importlib.util.find_spec`, a few milliseconds rather than the package's
+/// import), and returns the package's `capi/libonnxruntime.so.<version>`
+/// (`.dylib` on macOS), the newest should there be several. `None` when
+/// there is no such interpreter, package or library.
+pub fn python_package_library(python: &Path) -> Option<PathBuf> {
+    const WHERE: &str = "import importlib.util as u\n\
+                         s = u.find_spec('onnxruntime')\n\
+                         print(next(iter(s.submodule_search_locations)) if s and s.submodule_search_locations else '')";
+    let output = std::process::Command::new(python)
+        .args(["-c", WHERE])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let package = String::from_utf8(output.stdout).ok()?;
+    let package = package.trim();
+    if package.is_empty() {
+        return None;
+    }
+    let mut found: Vec<PathBuf> = std::fs::read_dir(Path::new(package).join("capi"))
+        .ok()?
+        .flatten()
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name().and_then(|name| name.to_str()).is_some_and(|name| {
+                name.starts_with("libonnxruntime.so.")
+                    || (name.starts_with("libonnxruntime.") && name.ends_with(".dylib"))
+            })
+        })
+        .collect();
+    found.sort();
+    found.pop()
 }
 
 /// A loaded ONNX Runtime and its process-wide environment. Cheap to clone.

@@ -10,7 +10,7 @@ use ort::session::Session;
 use ort::value::{DynTensor, DynTensorValueType, DynValue, ValueType};
 
 use crate::dtype::DataType;
-use crate::error::OnnxError;
+use crate::error::{OnnxError, ShapeError};
 use crate::runtime::OnnxRuntime;
 
 /// The execution provider every tally session runs on: this build registers
@@ -498,10 +498,9 @@ fn resolve_shapes(
                         && let Some(batch) = bindings.batch
                         && batch != *size
                     {
-                        return Err(OnnxError::Shape(format!(
-                            "input '{}' has a fixed first dimension of {size}; --batch {batch} cannot apply",
-                            input.name
-                        )));
+                        return Err(
+                            ShapeError::FixedBatch { input: input.name.clone(), size: *size, batch }.into()
+                        );
                     }
                     *size
                 }
@@ -514,23 +513,25 @@ fn resolve_shapes(
                                 && let Some(batch) = bindings.batch
                                 && batch != size
                             {
-                                return Err(OnnxError::Shape(format!(
-                                    "input '{}': --dim {key}={size} conflicts with --batch {batch}",
-                                    input.name
-                                )));
+                                return Err(ShapeError::BindingConflictsWithBatch {
+                                    input: input.name.clone(),
+                                    binding: key.clone(),
+                                    size,
+                                    batch,
+                                }
+                                .into());
                             }
                             size
                         }
                         (None, 0) => bindings.batch.unwrap_or(1),
                         (None, _) => {
-                            let hint = match symbol {
-                                Some(name) => format!("--dim {name}=N"),
-                                None => format!("--dim '{positional}=N'"),
-                            };
-                            return Err(OnnxError::Shape(format!(
-                                "input '{}' dimension {index} ({dim}) is dynamic: give its size with {hint}",
-                                input.name
-                            )));
+                            return Err(ShapeError::Unbound {
+                                input: input.name.clone(),
+                                index,
+                                dimension: dim.to_string(),
+                                binding: symbol.clone().unwrap_or(positional),
+                            }
+                            .into());
                         }
                     }
                 }
@@ -541,9 +542,7 @@ fn resolve_shapes(
     }
     let unused: Vec<&String> = bindings.dims.keys().filter(|key| !used.contains(&key.as_str())).collect();
     if let Some(key) = unused.first() {
-        return Err(OnnxError::Shape(format!(
-            "--dim {key} matches no dynamic dimension of the model's inputs"
-        )));
+        return Err(ShapeError::UnusedBinding { binding: (*key).clone() }.into());
     }
     Ok(shapes)
 }
@@ -630,18 +629,26 @@ mod tests {
     #[test]
     fn unsized_dimension_and_unused_dim_are_errors_naming_them() {
         let inputs = vec![tensor("x", vec![Dim::Fixed(2), Dim::Symbolic(Some("seq".into()))])];
-        let error = resolve_shapes(&inputs, &ShapeBindings::default()).map(|_| ()).map_err(|e| e.to_string());
-        assert!(
-            error.as_ref().is_err_and(|text| text.contains("'x'") && text.contains("--dim seq=N")),
-            "{error:?}"
+        let shape_error = |bindings: &ShapeBindings| match resolve_shapes(&inputs, bindings) {
+            Err(OnnxError::Shape(error)) => error,
+            other => panic!("expected a shape error, got {other:?}"),
+        };
+        assert_eq!(
+            shape_error(&ShapeBindings::default()),
+            ShapeError::Unbound {
+                input: "x".into(),
+                index: 1,
+                dimension: "seq".into(),
+                binding: "seq".into()
+            }
         );
         let mut bindings = ShapeBindings::default();
         bindings.dims.insert("seq".into(), 3);
         bindings.dims.insert("sequence".into(), 3);
-        let error = resolve_shapes(&inputs, &bindings).map(|_| ()).map_err(|e| e.to_string());
-        assert!(error.as_ref().is_err_and(|text| text.contains("--dim sequence")), "{error:?}");
+        assert_eq!(shape_error(&bindings), ShapeError::UnusedBinding { binding: "sequence".into() });
         let fixed_batch = ShapeBindings { batch: Some(3), ..Default::default() };
-        let error = resolve_shapes(&inputs, &fixed_batch).map(|_| ()).map_err(|e| e.to_string());
-        assert!(error.as_ref().is_err_and(|text| text.contains("fixed first dimension of 2")), "{error:?}");
+        let error = shape_error(&fixed_batch);
+        assert_eq!(error, ShapeError::FixedBatch { input: "x".into(), size: 2, batch: 3 });
+        assert!(!error.to_string().contains("--"), "a library error names no flag: {error}");
     }
 }

@@ -80,10 +80,40 @@ fn locate_prefers_the_explicit_path() {
             assert_eq!(located.origin, LibrarySource::Environment);
             assert_eq!(located.path, PathBuf::from(value));
         }
-        None => {
-            let error = LibraryPath::locate(None).expect_err("nothing configured");
-            assert_eq!(error, LoadError::NotConfigured);
-            assert!(error.to_string().contains("ORT_DYLIB_PATH"));
-        }
+        None => match LibraryPath::locate(None) {
+            // The python3 on PATH may have the onnxruntime package.
+            Ok(located) => {
+                assert_eq!(located.origin, LibrarySource::PythonPackage);
+                assert!(located.path.is_file(), "{}", located.path.display());
+            }
+            Err(error) => {
+                assert_eq!(error, LoadError::NotConfigured);
+                assert!(error.to_string().contains("ORT_DYLIB_PATH"));
+                assert!(!error.to_string().contains("--"), "a library error names no flag: {error}");
+            }
+        },
     }
+}
+
+#[test]
+fn the_onnxruntime_package_of_a_python_is_found() {
+    let python = match tally_testkit::reference_python(&["onnxruntime"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(format!("no Python with onnxruntime: {why}")),
+    };
+    let found = tally_onnx::python_package_library(&python).expect("the wheel's library");
+    let name = found.file_name().and_then(|name| name.to_str()).expect("a file name");
+    assert!(name.starts_with("libonnxruntime.so."), "{}", found.display());
+    assert_eq!(found.parent().and_then(|capi| capi.file_name()), Some(std::ffi::OsStr::new("capi")));
+    // The runtime it names loads, and is the one the wheel reports.
+    let version =
+        OnnxRuntime::load_from(&LibraryPath { path: found.clone(), origin: LibrarySource::PythonPackage })
+            .map(|runtime| runtime.version().to_owned());
+    if let Ok(version) = version {
+        let reported =
+            tally_testkit::run_python(&python, "import onnxruntime; print(onnxruntime.__version__)", b"");
+        assert_eq!(String::from_utf8_lossy(&reported.stdout).trim(), version);
+    }
+    // An interpreter that does not exist finds nothing, and says nothing.
+    assert_eq!(tally_onnx::python_package_library(Path::new("/nonexistent/python3")), None);
 }

@@ -51,12 +51,17 @@
 //!   passed as arrays.
 //! - The `resource_adapter` context value is [`ResourceProfileAdapter::name`]
 //!   (the Rust type name by default) where vertebrae writes `module.Class`.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
 mod adapter;
 mod clock;
 mod deployment;
 mod embedding;
 mod host;
+#[cfg(feature = "overhead")]
 pub mod overhead;
 pub mod profile;
 mod profiler;

@@ -85,7 +85,7 @@ pub enum TraceErrorKind {
     /// The caller's sink refused an event.
     #[error("{0}")]
     Sink(SinkError),
-    /// An option does not fit this trace.
-    #[error("{0}")]
-    Usage(String),
+    /// A device UUID assignment does not fit this import.
+    #[error("device UUIDs: {0}")]
+    DeviceUuid(crate::DeviceUuidError),
 }

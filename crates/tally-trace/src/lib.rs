@@ -114,6 +114,7 @@ use crate::ranges::SpanMatcher;
 pub use crate::chrome::{ExportSummary, write_chrome_trace};
 pub use crate::detect::{TraceFormat, detect_format};
 pub use crate::error::{SinkError, TraceError, TraceErrorKind};
+
 pub use crate::nsys::split_global_id;
 pub use crate::ranges::{DEFAULT_ITERATION_PATTERN, ITERATION_RANGE_PREFIX, parse_iteration_range};
 
@@ -138,8 +139,73 @@ impl Default for Detail {
     }
 }
 
-/// GPU UUIDs by CUDA ordinal, from `--device-uuid [TRACE:]INDEX=UUID`:
-/// shared by every trace, or for one trace.
+/// One GPU UUID assignment: `uuid` is the device with CUDA ordinal `index`,
+/// in every trace of an import or only in the one `trace` names (its path,
+/// or its file name when no other trace of the import has that name).
+/// stormlog's `[TRACE_FILE:]INDEX=UUID`, already parsed: reading that text
+/// is the front end's business.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceUuidAssignment {
+    /// The trace it applies to; `None` for every trace.
+    pub trace: Option<String>,
+    /// The CUDA ordinal.
+    pub index: u32,
+    /// The UUID, e.g. `GPU-…`.
+    pub uuid: String,
+}
+
+/// Why device UUID assignments cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DeviceUuidError {
+    /// One device of one scope was given two different UUIDs.
+    #[error("device {index} is given two UUIDs{}", scope_text(.trace))]
+    GivenTwice {
+        /// The trace it was given for; `None` for every trace.
+        trace: Option<String>,
+        /// The CUDA ordinal.
+        index: u32,
+    },
+    /// An assignment has an empty UUID or an empty trace name.
+    #[error("device {index}: an empty UUID or trace name")]
+    Empty {
+        /// The CUDA ordinal.
+        index: u32,
+    },
+    /// An assignment names a trace the import does not have.
+    #[error("no trace in this import is {selector}")]
+    NoSuchTrace {
+        /// The trace as the assignment names it.
+        selector: String,
+    },
+    /// An assignment's file name fits several traces of the import.
+    #[error("{count} traces in this import are named {selector}; name the trace by its path")]
+    AmbiguousTrace {
+        /// The trace as the assignment names it.
+        selector: String,
+        /// How many traces have that file name.
+        count: usize,
+    },
+}
+
+fn scope_text(trace: &Option<String>) -> String {
+    trace.as_ref().map(|trace| format!(" in {trace}")).unwrap_or_default()
+}
+
+impl DeviceUuidError {
+    /// The trace selector the error is about, when it is about one.
+    pub fn selector(&self) -> Option<&str> {
+        match self {
+            DeviceUuidError::GivenTwice { trace, .. } => trace.as_deref(),
+            DeviceUuidError::NoSuchTrace { selector } | DeviceUuidError::AmbiguousTrace { selector, .. } => {
+                Some(selector)
+            }
+            DeviceUuidError::Empty { .. } => None,
+        }
+    }
+}
+
+/// GPU UUIDs by CUDA ordinal: shared by every trace, or for one trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DeviceUuids {
     shared: BTreeMap<u32, String>,
@@ -147,54 +213,61 @@ pub struct DeviceUuids {
 }
 
 impl DeviceUuids {
-    /// Parses stormlog's `[TRACE_FILE:]INDEX=UUID` entries; a bare `UUID`
-    /// means device 0 of every trace.
+    /// The table of `assignments`. The same assignment twice is one; one
+    /// device given two UUIDs in one scope is an error.
     ///
     /// ```
-    /// use tally_trace::DeviceUuids;
-    /// assert!(DeviceUuids::parse(&["rank0.json:1=GPU-abc".into(), "GPU-def".into()]).is_ok());
-    /// assert!(DeviceUuids::parse(&["x=GPU-abc".into()]).is_err());
+    /// use tally_trace::{DeviceUuidAssignment, DeviceUuids};
+    /// let one = |trace: Option<&str>, index, uuid: &str| DeviceUuidAssignment {
+    ///     trace: trace.map(str::to_owned), index, uuid: uuid.to_owned(),
+    /// };
+    /// assert!(DeviceUuids::new([one(Some("rank0.json"), 1, "GPU-abc"), one(None, 0, "GPU-def")]).is_ok());
+    /// assert!(DeviceUuids::new([one(None, 0, "GPU-abc"), one(None, 0, "GPU-def")]).is_err());
     /// ```
-    pub fn parse(values: &[String]) -> Result<Self, String> {
+    pub fn new(assignments: impl IntoIterator<Item = DeviceUuidAssignment>) -> Result<Self, DeviceUuidError> {
         let mut uuids = DeviceUuids::default();
-        for value in values {
-            let (left, uuid) = value.split_once('=').unwrap_or(("0", value.as_str()));
-            let (target, index) = match left.rsplit_once(':') {
-                Some((target, index)) => (Some(target), index),
-                None => (None, left),
-            };
-            let bad = || format!("--device-uuid {value:?}: expected [TRACE_FILE:]INDEX=UUID");
-            if index.is_empty() || !index.bytes().all(|byte| byte.is_ascii_digit()) {
-                return Err(bad());
+        for DeviceUuidAssignment { trace, index, uuid } in assignments {
+            if uuid.is_empty() || trace.as_deref() == Some("") {
+                return Err(DeviceUuidError::Empty { index });
             }
-            let index: u32 = index.parse().map_err(|_| bad())?;
-            if uuid.is_empty() || target == Some("") {
-                return Err(bad());
-            }
-            let table = match target {
+            let table = match &trace {
                 None => &mut uuids.shared,
                 Some(target) => match uuids.per_trace.iter().position(|(known, _)| known == target) {
                     Some(position) => &mut uuids.per_trace[position].1,
                     None => {
-                        uuids.per_trace.push((target.to_owned(), BTreeMap::new()));
+                        uuids.per_trace.push((target.clone(), BTreeMap::new()));
                         // Just pushed.
                         &mut uuids.per_trace.last_mut().unwrap_or_else(|| unreachable!()).1
                     }
                 },
             };
-            if table.get(&index).is_some_and(|known| known != uuid) {
-                return Err(format!("--device-uuid: device {index} given twice"));
+            if table.get(&index).is_some_and(|known| *known != uuid) {
+                return Err(DeviceUuidError::GivenTwice { trace, index });
             }
-            table.insert(index, uuid.to_owned());
+            table.insert(index, uuid);
         }
         Ok(uuids)
+    }
+
+    /// Whether nothing was assigned.
+    pub fn is_empty(&self) -> bool {
+        self.shared.is_empty() && self.per_trace.is_empty()
+    }
+
+    /// Checks that every trace an assignment names is exactly one of `paths`.
+    pub fn check_traces(&self, paths: &[PathBuf]) -> Result<(), DeviceUuidError> {
+        self.per_trace.iter().try_for_each(|(selector, _)| select_trace(selector, paths).map(drop))
     }
 
     /// The entries for `path` among `paths`: shared ones, overridden by the
     /// ones whose selector names this trace (its path as given, resolved, or
     /// its file name when no other trace has that name). A selector that
     /// names no trace, or several, is an error.
-    pub fn for_trace(&self, path: &Path, paths: &[PathBuf]) -> Result<BTreeMap<u32, String>, String> {
+    pub fn for_trace(
+        &self,
+        path: &Path,
+        paths: &[PathBuf],
+    ) -> Result<BTreeMap<u32, String>, DeviceUuidError> {
         let mut result = self.shared.clone();
         for (selector, table) in &self.per_trace {
             let chosen = select_trace(selector, paths)?;
@@ -210,7 +283,7 @@ fn same_file(left: &Path, right: &Path) -> bool {
     left == right || matches!((left.canonicalize(), right.canonicalize()), (Ok(a), Ok(b)) if a == b)
 }
 
-fn select_trace(selector: &str, paths: &[PathBuf]) -> Result<PathBuf, String> {
+fn select_trace(selector: &str, paths: &[PathBuf]) -> Result<PathBuf, DeviceUuidError> {
     let wanted = Path::new(selector);
     let by_path: Vec<&PathBuf> = paths.iter().filter(|path| same_file(path, wanted)).collect();
     if let [one] = by_path.as_slice() {
@@ -220,11 +293,10 @@ fn select_trace(selector: &str, paths: &[PathBuf]) -> Result<PathBuf, String> {
         paths.iter().filter(|path| path.file_name().is_some_and(|name| name == selector)).collect();
     match by_name.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => Err(format!("--device-uuid {selector}:...: no trace in this import is {selector}")),
-        several => Err(format!(
-            "--device-uuid {selector}:...: {} traces in this import are named {selector}; give the trace's path",
-            several.len()
-        )),
+        [] => Err(DeviceUuidError::NoSuchTrace { selector: selector.to_owned() }),
+        several => {
+            Err(DeviceUuidError::AmbiguousTrace { selector: selector.to_owned(), count: several.len() })
+        }
     }
 }
 
@@ -241,7 +313,7 @@ pub struct ImportOptions {
     pub iteration_pattern: Regex,
     /// Per launch or per event.
     pub detail: Detail,
-    /// `--device-uuid` entries.
+    /// GPU UUIDs the traces do not name.
     pub device_uuids: DeviceUuids,
     /// `created_at_ns` of the `infer.artifact` record (wall clock).
     pub created_at_ns: u64,
@@ -251,7 +323,7 @@ pub struct ImportOptions {
 
 impl ImportOptions {
     /// Defaults: ProfilerStep iterations, one record per launch, no
-    /// `--device-uuid`, created at time 0, host unknown.
+    /// device UUIDs given, created at time 0, host unknown.
     pub fn new(run_id: NonEmptyString, session_id: NonEmptyString) -> Self {
         Self {
             run_id,
@@ -425,7 +497,7 @@ fn import_file(
     let uuids = options
         .device_uuids
         .for_trace(path, paths)
-        .map_err(|message| fail(TraceErrorKind::Usage(message)))?;
+        .map_err(|error| fail(TraceErrorKind::DeviceUuid(error)))?;
     let matcher = SpanMatcher::new(options.iteration_pattern.clone());
     let mut collected = Collected::default();
     let info = match format {

@@ -226,7 +226,9 @@ pub(crate) fn read_nsys(
     let cuda_tables = GPU_TABLES.iter().map(|(table, _)| *table).chain([RUNTIME_TABLE, GRAPH_TABLE]);
     if !cuda_tables.clone().any(|table| schema.has(table)) {
         return Err(TraceErrorKind::NotNsysExport(
-            "no CUDA activity tables (CUPTI_ACTIVITY_KIND_*); record with --trace=cuda".into(),
+            "no CUDA activity tables (CUPTI_ACTIVITY_KIND_*): the report was recorded without CUDA tracing \
+             (nsys profile's trace option must include cuda)"
+                .into(),
         ));
     }
     let missing_tables: Vec<&str> =
@@ -256,7 +258,7 @@ pub(crate) fn read_nsys(
             collected.not_imported.insert("graph_trace_rows".into(), rows.unsigned_abs());
             collected.notes.push(format!(
                 "{rows} CUDA graph launches were recorded per graph, not per kernel, and are not imported; \
-                 record with --cuda-graph-trace=node"
+                 record with nsys profile's CUDA graph tracing set to node"
             ));
         }
     }

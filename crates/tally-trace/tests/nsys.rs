@@ -118,7 +118,7 @@ fn an_older_export_says_what_it_lacks() {
             .as_array()
             .unwrap()
             .iter()
-            .any(|note| note.as_str().unwrap().contains("--cuda-graph-trace=node"))
+            .any(|note| note.as_str().unwrap().contains("CUDA graph tracing set to node"))
     );
     let figures = device_figures(&events);
     assert_eq!(figures.len(), 1);

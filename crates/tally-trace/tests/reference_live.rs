@@ -24,7 +24,7 @@ use common::*;
 use regex::Regex;
 use serde_json::Value;
 use tally_core::{ActivityDomain, EventBody};
-use tally_trace::{Detail, DeviceUuids, import_traces_to_vec};
+use tally_trace::{Detail, DeviceUuidAssignment, DeviceUuids, import_traces_to_vec};
 
 const STORMLOG_IMPORT: &str = "import json, sys\n\
 from pathlib import Path\n\
@@ -69,7 +69,12 @@ fn stormlogs_importer_writes_the_same_gpu_records() {
         let uuid = "GPU-00000000-1111-2222-3333-444444444444";
         let theirs = stormlog_records(&python, &path, uuid, device);
         let mut options = options(Detail::Launch);
-        options.device_uuids = DeviceUuids::parse(&[format!("{device}={uuid}")]).unwrap();
+        options.device_uuids = DeviceUuids::new([DeviceUuidAssignment {
+            trace: None,
+            index: u32::try_from(device).unwrap(),
+            uuid: uuid.to_owned(),
+        }])
+        .unwrap();
         // stormlog links only through its own ranges: ask tally for no
         // ProfilerStep iterations, so both leave the same launches unlinked.
         options.iteration_pattern = no_iterations.clone();

@@ -1,5 +1,9 @@
 //! tally: what ML inference really costs. This umbrella re-exports the
 //! workspace's crates as modules.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
 pub use tally_artifact as artifact;
 pub use tally_clock as clock;
@@ -10,6 +14,10 @@ pub use tally_cuda as cuda;
 /// Aggregation of worker profiles and rank artifacts; MPI with feature `mpi`.
 pub use tally_distributed as distributed;
 pub use tally_gpu_time as gpu_time;
+/// The ONNX Runtime adapter (feature `onnx`, on by default).
+#[cfg(feature = "onnx")]
+pub use tally_onnx as onnx;
+pub use tally_profile as profile;
 pub use tally_resolve as resolve;
 /// The libtorch adapter (feature `torch`, off by default: it links libtorch).
 #[cfg(feature = "torch")]

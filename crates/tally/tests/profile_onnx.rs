@@ -155,8 +155,8 @@ fn missing_and_wrong_libraries_are_clean_errors() {
     let not_a_library = dir.path().join("libonnxruntime.so");
     std::fs::write(&not_a_library, "not a library\n").expect("write");
     let cases: Vec<(Vec<std::ffi::OsString>, Option<std::ffi::OsString>, &str)> = vec![
-        // Nothing configured at all.
-        (vec![], None, "ORT_DYLIB_PATH is not set"),
+        // Nothing configured at all: the error says the three ways.
+        (vec![], None, "--ort-lib PATH, ORT_DYLIB_PATH=PATH, or `pip install onnxruntime`"),
         // A wrong ORT_DYLIB_PATH, which `ort` itself would panic on.
         (vec![], Some(dir.path().join("missing.so").into()), "missing.so"),
         (vec![], Some(not_a_library.clone().into()), "is not a shared library"),
@@ -165,7 +165,8 @@ fn missing_and_wrong_libraries_are_clean_errors() {
     ];
     for (args, environment, needle) in cases {
         let mut command = tally();
-        command.arg("profile").arg(&model).args(&args).env_remove("ORT_DYLIB_PATH");
+        // No python3 on PATH either, so nothing can be found by itself.
+        command.arg("profile").arg(&model).args(&args).env_remove("ORT_DYLIB_PATH").env("PATH", dir.path());
         if let Some(value) = &environment {
             command.env("ORT_DYLIB_PATH", value);
         }
@@ -210,4 +211,32 @@ fn vertebrae_loads_the_printed_profile() {
     assert!(output.status.success(), "vertebrae rejected the profile: {}", stderr(&output));
     let round_trip: Value = serde_json::from_slice(&output.stdout).expect("JSON");
     assert_eq!(round_trip, profile);
+}
+
+/// With no flag and no `ORT_DYLIB_PATH`, `tally profile` finds ONNX Runtime
+/// in the `onnxruntime` package of the `python3` on PATH and says which
+/// library it used.
+#[test]
+fn the_runtime_of_the_python3_on_path_is_found_without_a_flag() {
+    let python = match tally_testkit::reference_python(&["onnxruntime"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(format!("no python3 with onnxruntime: {why}")),
+    };
+    let bin = python.parent().expect("the interpreter's folder").to_path_buf();
+    if !bin.join("python3").exists() {
+        return tally_testkit::skip(format!("{} has no python3 beside it", python.display()));
+    }
+    let output = run(tally()
+        .args(["profile", "--calls", "2", "--format", "json"])
+        .arg(fixture("mlp_f32_f16.onnx"))
+        .env_remove("ORT_DYLIB_PATH")
+        .env("PATH", &bin));
+    let message = stderr(&output);
+    assert_eq!(output.status.code(), Some(0), "{message}");
+    assert!(message.contains("from the onnxruntime package of the python3 on PATH"), "{message}");
+    let library = message.rsplit(": ").next().expect("the path").trim();
+    assert!(library.contains("libonnxruntime.so."), "{message}");
+    let profile: Value = serde_json::from_slice(&output.stdout).expect("the profile JSON");
+    let used = std::fs::canonicalize(library).expect("the named library exists");
+    assert_eq!(profile["context"]["onnxruntime_library"], used.display().to_string());
 }

@@ -524,3 +524,44 @@ pub fn write_artifact(path: &Path, spec: &ArtifactSpec) -> anyhow::Result<Genera
     writer.out.flush()?;
     Ok(writer.made)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::BufRead;
+
+    use super::*;
+
+    /// The fast path of tally-artifact's decoder must decide the benchmark's
+    /// own lines: were it to decline them all, every result would still be
+    /// right (the exact path takes over) and the bench would measure the
+    /// slow path without anyone noticing.
+    #[test]
+    fn the_fast_path_decides_the_benchmark_artifacts_lines() {
+        let dir = tempfile::tempdir().expect("a temporary folder");
+        for form in [GenForm::Embedded, GenForm::Compact] {
+            let path = dir.path().join(format!("bench-{}.jsonl", form.label()));
+            let spec = ArtifactSpec { target_bytes: 2_000_000, form, ranks: 2 };
+            let made = write_artifact(&path, &spec).expect("the generator writes");
+            let mut decoder = tally_artifact::RecordDecoder::new(path.display().to_string());
+            let reader = std::io::BufReader::new(File::open(&path).expect("written"));
+            let mut records = 0u64;
+            for (number, line) in (1..).zip(reader.split(b'\n')) {
+                let line = line.expect("readable");
+                if decoder.decode_line(&line, number).expect("the generated artifact is valid").is_some() {
+                    records += 1;
+                }
+            }
+            assert_eq!(records, made.records);
+            let stats = decoder.stats();
+            assert_eq!(stats.total(), records);
+            // At least 99% of the lines, as issue 12 asks.
+            assert!(
+                stats.fast * 100 >= stats.total() * 99,
+                "{}: the fast path decided only {} of {} records",
+                form.label(),
+                stats.fast,
+                stats.total()
+            );
+        }
+    }
+}

@@ -8,7 +8,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use anyhow::Context;
 use regex::Regex;
 use tally_core::{InferenceRecord, NonEmptyString};
-use tally_trace::{Detail, DeviceUuids, ImportOptions};
+use tally_trace::{Detail, DeviceUuidAssignment, DeviceUuidError, DeviceUuids, ImportOptions};
 
 /// Whether `path` is a trace to import rather than an artifact to read.
 /// Standard input (`-`) is always an artifact.
@@ -41,8 +41,8 @@ pub struct TraceArgs {
     /// GPU UUID of a CUDA ordinal, `[TRACE_FILE:]INDEX=UUID` (repeatable);
     /// without it a device the trace does not name gets a UUID made from the
     /// trace and ordinal.
-    #[arg(long = "device-uuid", value_name = "[TRACE:]INDEX=UUID")]
-    pub device_uuids: Vec<String>,
+    #[arg(long = "device-uuid", value_name = "[TRACE:]INDEX=UUID", value_parser = parse_device_uuid)]
+    pub device_uuids: Vec<DeviceUuidAssignment>,
     /// One record per kernel, copy or memset instead of one per launch.
     #[arg(long)]
     pub per_kernel: bool,
@@ -63,13 +63,43 @@ impl TraceArgs {
         if let Some(pattern) = &self.iteration_pattern {
             options.iteration_pattern = Regex::new(pattern).context("--iteration-pattern")?;
         }
-        options.device_uuids = DeviceUuids::parse(&self.device_uuids).map_err(anyhow::Error::msg)?;
+        let uuids = DeviceUuids::new(self.device_uuids.iter().cloned()).map_err(device_uuid_error)?;
+        uuids.check_traces(traces).map_err(device_uuid_error)?;
+        options.device_uuids = uuids;
         options.detail = if self.per_kernel { Detail::Kernel } else { Detail::Launch };
         options.created_at_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
         options.importer_host = host_name();
         Ok(options)
+    }
+}
+
+/// stormlog's `--device-uuid [TRACE_FILE:]INDEX=UUID`; a bare `UUID` means
+/// device 0 of every trace.
+fn parse_device_uuid(value: &str) -> Result<DeviceUuidAssignment, String> {
+    let (left, uuid) = value.split_once('=').unwrap_or(("0", value));
+    let (trace, index) = match left.rsplit_once(':') {
+        Some((trace, index)) => (Some(trace), index),
+        None => (None, left),
+    };
+    let bad = || format!("{value:?}: expected [TRACE_FILE:]INDEX=UUID");
+    if index.is_empty()
+        || !index.bytes().all(|byte| byte.is_ascii_digit())
+        || uuid.is_empty()
+        || trace == Some("")
+    {
+        return Err(bad());
+    }
+    let index: u32 = index.parse().map_err(|_| bad())?;
+    Ok(DeviceUuidAssignment { trace: trace.map(str::to_owned), index, uuid: uuid.to_owned() })
+}
+
+/// tally-trace's device-UUID errors in the terms of the flag.
+fn device_uuid_error(error: DeviceUuidError) -> anyhow::Error {
+    match error.selector() {
+        Some(selector) => anyhow::anyhow!("--device-uuid {selector}:...: {error}"),
+        None => anyhow::anyhow!("--device-uuid: {error}"),
     }
 }
 
@@ -101,4 +131,49 @@ fn host_name() -> Option<NonEmptyString> {
         .ok()
         .or_else(|| std::env::var("HOSTNAME").ok())?;
     NonEmptyString::new(text.trim()).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_uuids_parse_stormlogs_form() {
+        let parsed = parse_device_uuid("rank0.json:1=GPU-abc").expect("valid");
+        assert_eq!(
+            parsed,
+            DeviceUuidAssignment { trace: Some("rank0.json".into()), index: 1, uuid: "GPU-abc".into() }
+        );
+        let bare = parse_device_uuid("GPU-def").expect("valid");
+        assert_eq!(bare, DeviceUuidAssignment { trace: None, index: 0, uuid: "GPU-def".into() });
+        // A trace path may itself hold colons; the last one separates the index.
+        let colons = parse_device_uuid("a:b.json:2=GPU-x").expect("valid");
+        assert_eq!((colons.trace.as_deref(), colons.index), (Some("a:b.json"), 2));
+        for bad in ["x=GPU-abc", "1=", ":1=GPU", "-1=GPU", "99999999999=GPU"] {
+            let error = parse_device_uuid(bad).expect_err(bad);
+            assert!(error.contains("expected [TRACE_FILE:]INDEX=UUID"), "{bad}: {error}");
+        }
+    }
+
+    #[test]
+    fn device_uuid_errors_name_the_flag() {
+        let twice = DeviceUuids::new([
+            DeviceUuidAssignment { trace: None, index: 0, uuid: "GPU-a".into() },
+            DeviceUuidAssignment { trace: None, index: 0, uuid: "GPU-b".into() },
+        ])
+        .expect_err("two UUIDs for one device");
+        assert_eq!(device_uuid_error(twice).to_string(), "--device-uuid: device 0 is given two UUIDs");
+        let missing = DeviceUuids::new([DeviceUuidAssignment {
+            trace: Some("r9.json".into()),
+            index: 0,
+            uuid: "G".into(),
+        }])
+        .expect("valid")
+        .check_traces(&[PathBuf::from("r0.json")])
+        .expect_err("no such trace");
+        assert_eq!(
+            device_uuid_error(missing).to_string(),
+            "--device-uuid r9.json:...: no trace in this import is r9.json"
+        );
+    }
 }

@@ -2,9 +2,11 @@
 
 use std::process::ExitCode;
 
+use anyhow::anyhow;
 use serde_json::{Value, json};
 use tally_onnx::{
-    IoInfo, IoType, OutputValue, ProfileOptions, SessionOptions, ShapeBindings, TensorData, profile_model,
+    IoInfo, IoType, LibrarySource, LoadError, OnnxError, OutputValue, ProfileOptions, SessionOptions,
+    ShapeBindings, ShapeError, TensorData, profile_model,
 };
 
 use super::Args;
@@ -47,10 +49,18 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
         },
         ..ProfileOptions::default()
     };
-    let run = profile_model(&args.model, &options)?;
+    let run = profile_model(&args.model, &options).map_err(in_flag_terms)?;
+    if run.runtime_origin == LibrarySource::PythonPackage {
+        eprintln!(
+            "tally: ONNX Runtime {} {}: {}",
+            run.runtime_version,
+            run.runtime_origin,
+            run.runtime_library.display()
+        );
+    }
     let report = Report {
         model: args.model.clone(),
-        runtime: format!("ONNX Runtime {}", run.runtime_version),
+        runtime: format!("ONNX Runtime {} ({})", run.runtime_version, run.runtime_library.display()),
         inputs: run
             .inputs
             .iter()
@@ -83,4 +93,41 @@ pub(super) fn run(args: &Args) -> anyhow::Result<ExitCode> {
     }
     print(&report, &run.profile, args.format)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// tally-onnx's typed errors in the terms of this command's flags: the
+/// library names none, since only this crate knows the command line.
+fn in_flag_terms(error: OnnxError) -> anyhow::Error {
+    match error {
+        OnnxError::Shape(shape) => anyhow!(match shape {
+            ShapeError::FixedBatch { input, size, batch } => {
+                format!("input '{input}' has a fixed first dimension of {size}; --batch {batch} cannot apply")
+            }
+            ShapeError::BindingConflictsWithBatch { input, binding, size, batch } => {
+                format!("input '{input}': --dim {binding}={size} conflicts with --batch {batch}")
+            }
+            ShapeError::Unbound { input, index, dimension, binding } => {
+                // A positional key (`x[1]`) needs quoting in a shell.
+                let hint = if binding.ends_with(']') {
+                    format!("--dim '{binding}=N'")
+                } else {
+                    format!("--dim {binding}=N")
+                };
+                format!(
+                    "input '{input}' dimension {index} ({dimension}) is dynamic: give its size with {hint}"
+                )
+            }
+            ShapeError::UnusedBinding { binding } => {
+                format!("--dim {binding} matches no dynamic dimension of the model's inputs")
+            }
+            // A case added later keeps the library's words until worded here.
+            other => other.to_string(),
+        }),
+        OnnxError::Load(LoadError::NotConfigured) => anyhow!(
+            "{}; provide one in any of three ways: --ort-lib PATH, ORT_DYLIB_PATH=PATH, or \
+             `pip install onnxruntime` for the python3 on PATH",
+            LoadError::NotConfigured
+        ),
+        other => other.into(),
+    }
 }

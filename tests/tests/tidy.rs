@@ -1,0 +1,235 @@
+//! Tidy checks of the workspace's shape, as tests so that a plain
+//! `cargo test` keeps docs/ARCHITECTURE.md true:
+//!
+//! - the dependency boundaries: tally-core on serde, serde_json and
+//!   thiserror only; no light crate pulls a native runtime in; the profile
+//!   half and the accounting half never depend on each other, and only
+//!   tally-distributed and the umbrella see both; framework adapters are
+//!   depended on by the umbrella alone;
+//! - only the umbrella knows the command line: no library crate's message
+//!   names a command-line flag.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Crates that link or load a native runtime; only the adapters and the
+/// umbrella's optional features may pull them in.
+const NATIVE_CRATES: &[&str] = &["tch", "torch-sys", "ort", "ort-sys", "mpi", "mpi-sys", "cudarc"];
+
+/// The accounting half: correlation evidence to GPU time.
+const ACCOUNTING_HALF: &[&str] =
+    &["tally-artifact", "tally-clock", "tally-resolve", "tally-gpu-time", "tally-trace"];
+
+/// The profile half: the profiler and the framework adapters.
+const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch"];
+
+/// The framework adapters: leaves only the umbrella depends on.
+const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch"];
+
+/// The crates that may see both halves.
+const BOTH_HALVES: &[&str] = &["tally-distributed", "tally"];
+
+/// Crates a user may take alone, expecting no native runtime with them.
+const LIGHT_CRATES: &[&str] = &[
+    "tally-core",
+    "tally-artifact",
+    "tally-clock",
+    "tally-resolve",
+    "tally-gpu-time",
+    "tally-profile",
+    "tally-trace",
+    "tally-distributed",
+];
+
+/// The only direct dependencies tally-core may have.
+const CORE_DEPENDENCIES: &[&str] = &["serde", "serde_json", "thiserror"];
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("tests/ is inside the workspace").to_path_buf()
+}
+
+/// The names in `cargo tree -e normal -p PACKAGE` (default features), the
+/// package itself first.
+fn normal_tree(package: &str, depth: Option<&str>) -> Vec<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace_root())
+        .args(["tree", "-q", "-e", "normal", "--prefix", "none", "-p", package]);
+    if let Some(depth) = depth {
+        command.args(["--depth", depth]);
+    }
+    let output = command.output().expect("cargo runs");
+    assert!(output.status.success(), "cargo tree -p {package}: {}", String::from_utf8_lossy(&output.stderr));
+    let mut names: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|line| line.split_whitespace().next().map(str::to_owned))
+        .collect();
+    let first = names.first().cloned();
+    names.dedup();
+    // The package itself stays first; the rest are what it pulls in.
+    if let Some(first) = first {
+        names.retain(|name| *name != first);
+        names.insert(0, first);
+    }
+    names
+}
+
+fn every_crate() -> Vec<String> {
+    let mut crates: Vec<String> = std::fs::read_dir(workspace_root().join("crates"))
+        .expect("crates/")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "tally-testkit")
+        .collect();
+    crates.sort();
+    crates
+}
+
+#[test]
+fn tally_core_depends_on_serde_serde_json_and_thiserror_only() {
+    let direct = normal_tree("tally-core", Some("1"));
+    let extra: Vec<&String> =
+        direct.iter().skip(1).filter(|name| !CORE_DEPENDENCIES.contains(&name.as_str())).collect();
+    assert!(extra.is_empty(), "tally-core depends on {extra:?}; it may use only {CORE_DEPENDENCIES:?}");
+}
+
+#[test]
+fn no_light_crate_pulls_a_native_runtime_in() {
+    for package in LIGHT_CRATES {
+        let names = normal_tree(package, None);
+        let native: Vec<&String> =
+            names.iter().filter(|name| NATIVE_CRATES.contains(&name.as_str())).collect();
+        assert!(
+            native.is_empty(),
+            "{package} depends on {native:?} with default features: see docs/ARCHITECTURE.md"
+        );
+    }
+}
+
+#[test]
+fn the_two_halves_never_depend_on_each_other() {
+    let mut checked = 0;
+    for package in every_crate() {
+        let names = normal_tree(&package, None);
+        let dependencies = &names[1..];
+        let sees = |half: &[&str]| {
+            dependencies.iter().filter(|name| half.contains(&name.as_str())).cloned().collect::<Vec<String>>()
+        };
+        let (accounting, profile) = (sees(ACCOUNTING_HALF), sees(PROFILE_HALF));
+        if PROFILE_HALF.contains(&package.as_str()) {
+            assert!(
+                accounting.is_empty(),
+                "{package} (profile half) depends on {accounting:?} (accounting half)"
+            );
+        }
+        if ACCOUNTING_HALF.contains(&package.as_str()) {
+            assert!(profile.is_empty(), "{package} (accounting half) depends on {profile:?} (profile half)");
+        }
+        if !accounting.is_empty() && !profile.is_empty() {
+            assert!(
+                BOTH_HALVES.contains(&package.as_str()),
+                "{package} sees both halves ({accounting:?} and {profile:?}); only {BOTH_HALVES:?} may"
+            );
+        }
+        let adapters = sees(ADAPTERS);
+        if package != "tally" {
+            assert!(
+                adapters.is_empty(),
+                "{package} depends on the adapters {adapters:?}; only the umbrella may"
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 12, "only {checked} crates found under crates/");
+}
+
+/// `--flag` spelled inside a string literal of a library crate's source
+/// (comments and `#[cfg(test)]` modules aside): the crate would be telling
+/// its users about a command line it does not own.
+fn flags_in_literals(source: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    for (number, line) in (1..).zip(source.lines()) {
+        let code = line.trim_start();
+        if code.starts_with("//") {
+            continue;
+        }
+        if code.starts_with("#[cfg(test)]") {
+            break;
+        }
+        let mut inside = false;
+        let mut literal = String::new();
+        let mut previous = ' ';
+        for character in line.chars() {
+            if character == '"' && previous != '\\' {
+                if inside && flag_in(&literal) {
+                    found.push((number, literal.clone()));
+                }
+                inside = !inside;
+                literal.clear();
+            } else if inside {
+                literal.push(character);
+            }
+            previous = character;
+        }
+        // A literal continued on the next line is checked as far as it goes.
+        if inside && flag_in(&literal) {
+            found.push((number, literal));
+        }
+    }
+    found
+}
+
+fn flag_in(text: &str) -> bool {
+    text.match_indices("--").any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + 2..].chars().next();
+        before.is_none_or(|c| c.is_whitespace() || c == '(' || c == '`' || c == '\'')
+            && after.is_some_and(|c| c.is_ascii_lowercase())
+    })
+}
+
+#[test]
+fn the_flag_finder_finds_flags_and_nothing_else() {
+    assert_eq!(flags_in_literals(r#"let e = format!("give --dim {name}=N");"#).len(), 1);
+    assert_eq!(flags_in_literals(r#"Err("(--ort-lib) not given".into())"#).len(), 1);
+    assert!(flags_in_literals(r#"let dashes = "a -- b"; let rule = "----";"#).is_empty());
+    assert!(flags_in_literals("// see --dim\nlet x = 1;").is_empty());
+    assert!(flags_in_literals("#[cfg(test)]\nmod tests { const A: &str = \"--x\"; }").is_empty());
+}
+
+fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            // Programs (`src/bin`) own their command lines.
+            if path.file_name().is_some_and(|name| name == "bin") {
+                continue;
+            }
+            rust_files(&path, files);
+        } else if path.extension().is_some_and(|extension| extension == "rs") {
+            files.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_library_crate_names_a_command_line_flag() {
+    let mut offences = Vec::new();
+    let mut files = Vec::new();
+    for package in every_crate() {
+        // The umbrella owns the command line.
+        if package == "tally" {
+            continue;
+        }
+        rust_files(&workspace_root().join("crates").join(&package).join("src"), &mut files);
+    }
+    assert!(files.len() > 50, "only {} source files found", files.len());
+    for file in &files {
+        let source = std::fs::read_to_string(file).expect("readable source");
+        for (line, literal) in flags_in_literals(&source) {
+            offences.push(format!("{}:{line}: \"{literal}\"", file.display()));
+        }
+    }
+    assert!(offences.is_empty(), "library crates naming command-line flags:\n{}", offences.join("\n"));
+}
