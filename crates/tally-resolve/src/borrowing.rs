@@ -144,7 +144,7 @@ type Unique<'a> = (usize, &'a CorrelationEvent);
 
 /// Deduplicates and resolves a stream of records; see the crate docs.
 ///
-/// Accepts anything that iterates over references to [`InferenceRecord`]s
+/// Accepts anything that iterates over references to [`InferenceRecord`](tally_core::InferenceRecord)s
 /// or [`CorrelationEvent`]s.
 pub fn resolve_inference_events<'a, R>(
     records: impl IntoIterator<Item = &'a R>,
