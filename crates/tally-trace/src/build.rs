@@ -21,7 +21,7 @@ use tally_core::{
 
 use tally_core::interval::{UnionSweep, merge_intervals};
 
-use crate::collect::{Collected, GpuRow, NONE_U32, NONE_U64, SpanScope, ThreadKeys};
+use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
 use crate::{Detail, ImportOptions, ranges};
 
@@ -167,7 +167,7 @@ impl LaunchIndex {
     }
 
     /// The runtime call that launched `row`: `Ok(index)`, or why none.
-    fn launch(&self, collected: &Collected, row: &GpuRow) -> Result<u32, Unlinked> {
+    fn launch(&self, collected: &Collected, row: &GpuEvent) -> Result<u32, Unlinked> {
         if row.correlation == 0 {
             return Err(Unlinked::NoLaunch);
         }
@@ -389,7 +389,7 @@ impl Builder<'_> {
 
     /// A device's UUID: the trace's own, `--device-uuid`'s, or one made up
     /// from the trace and ordinal so that accounting can tell devices apart.
-    fn device_uuid(&self, row: &GpuRow) -> Option<(String, UuidSource)> {
+    fn device_uuid(&self, row: &GpuEvent) -> Option<(String, UuidSource)> {
         if let Some(uuid) = self.collected.strings.get(row.device_uuid) {
             return Some((uuid.to_owned(), UuidSource::Trace));
         }
@@ -406,7 +406,11 @@ impl Builder<'_> {
         Some((format!("{}{process}:device{}", self.file.attachment_id, row.device), UuidSource::Synthesized))
     }
 
-    fn device_context(&mut self, row: &GpuRow, pid: u64) -> Result<Arc<CorrelationContext>, TraceErrorKind> {
+    fn device_context(
+        &mut self,
+        row: &GpuEvent,
+        pid: u64,
+    ) -> Result<Arc<CorrelationContext>, TraceErrorKind> {
         let key = (row.device, pid);
         if let Some(context) = self.contexts.get(&key) {
             return Ok(context.clone());
@@ -458,7 +462,7 @@ impl Builder<'_> {
         let (order, runs) = groups(collected, self.options.detail);
         for &(position, length) in &runs {
             let group = &order[position as usize..(position + length) as usize];
-            let members: Vec<GpuRow> = group.iter().map(|&index| collected.gpu[index as usize]).collect();
+            let members: Vec<GpuEvent> = group.iter().map(|&index| collected.gpu[index as usize]).collect();
             let first = members[0];
             let launch = launches.launch(collected, &first);
             let link = match launch {
@@ -517,7 +521,7 @@ impl Builder<'_> {
 
     /// The device's name: Nsight's for the GPU its UUID names, else the
     /// trace header's for the ordinal.
-    fn device_name(&self, row: &GpuRow) -> Option<String> {
+    fn device_name(&self, row: &GpuEvent) -> Option<String> {
         match self.collected.strings.get(row.device_uuid) {
             Some(uuid) => self.info.names_by_uuid.get(uuid).cloned(),
             None => self.info.device_names.get(&row.device).cloned(),
@@ -630,7 +634,7 @@ impl Builder<'_> {
     /// Emits one record for a launch group.
     fn emit_gpu_group(
         &mut self,
-        members: &[GpuRow],
+        members: &[GpuEvent],
         link: Link,
         launch_name: Option<u32>,
         pid: u64,

@@ -49,7 +49,7 @@ impl RuntimeKind {
 /// One kernel, copy or memset. Times are as the trace wrote them (before
 /// its base time is added), in ns.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct GpuRow {
+pub(crate) struct GpuEvent {
     pub(crate) start: u64,
     pub(crate) end: u64,
     /// CUDA correlation ID; 0 when absent (CUPTI never uses 0).
@@ -219,7 +219,7 @@ pub(crate) struct Collected {
     pub(crate) names: Interner,
     pub(crate) strings: Interner,
     pub(crate) threads: ThreadKeys,
-    pub(crate) gpu: Rows<GpuRow>,
+    pub(crate) gpu: Rows<GpuEvent>,
     pub(crate) runtime: Rows<RuntimeRow>,
     pub(crate) spans: Vec<SpanRow>,
     /// Events read from the trace, of any kind.

@@ -16,7 +16,7 @@ use serde::de::{self, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
-use crate::collect::{Collected, GpuKind, GpuRow, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
+use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::decimal::{self, DecimalError};
 use crate::json_stream::{JsonStream, Parsed, StreamError, parse_one};
 use crate::ranges::SpanMatcher;
@@ -268,7 +268,7 @@ fn add_event(collected: &mut Collected, spans: &SpanMatcher, event: &RawEvent<'_
             // An ordinal of 2^32 - 1 would be the sentinel: no real device.
             let device = args.device.or(pid_device).and_then(|device| u32::try_from(device).ok());
             let name = collected.names.intern(name);
-            collected.gpu.push(GpuRow {
+            collected.gpu.push(GpuEvent {
                 start,
                 end,
                 correlation: args.correlation.unwrap_or(0),

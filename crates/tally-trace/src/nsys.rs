@@ -18,7 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
 use crate::build::TraceInfo;
-use crate::collect::{Collected, GpuKind, GpuRow, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
+use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::error::TraceErrorKind;
 use crate::ranges::SpanMatcher;
 
@@ -416,7 +416,7 @@ fn read_gpu(
         let name = collected.names.intern(name_text.unwrap_or(kind.activity_kind()));
         let device_uuid = uuid.map_or(NONE_U32, |uuid| collected.strings.intern(&uuid));
         collected.events_read += 1;
-        collected.gpu.push(GpuRow {
+        collected.gpu.push(GpuEvent {
             start,
             end,
             correlation,

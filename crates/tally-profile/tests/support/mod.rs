@@ -14,8 +14,9 @@ use tally_profile::profile::{
     ResourceAdapterMetadata, ResourceProfile,
 };
 use tally_profile::{
-    CallSpec, Clock, EmbeddingMetadata, EmbeddingStore, HookError, LocalEmbeddingStore, PersistedSizes,
-    ProfilerConfig, ResourceProfileAdapter, ResourceProfiler, StoreError, StoredEmbeddingStat,
+    BaseResourceProfileAdapter, CallSpec, Clock, EmbeddingMetadata, EmbeddingStore, HookError,
+    LocalEmbeddingStore, PersistedSizes, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,
+    StoreError, StoredEmbeddingStat,
 };
 use tally_testkit::json::{Ordered, json_fixtures, key_paths};
 
@@ -118,13 +119,16 @@ impl ScriptedAdapter {
 }
 
 impl ResourceProfileAdapter for ScriptedAdapter {
+    // Hooks the spec leaves out answer as tally's own defaults do (those of
+    // `BaseResourceProfileAdapter`), so the fixtures made with vertebrae's
+    // defaults test tally's, not a copy of them.
     fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        self.entry("metadata").unwrap_or_else(|| Ok(ResourceAdapterMetadata::default()))
+        self.entry("metadata").unwrap_or_else(|| BaseResourceProfileAdapter.metadata())
     }
 
     fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
         let Some(Value::Array(answers)) = self.spec.get("synchronize") else {
-            return Ok(AdapterOperationResult::not_applicable(None::<String>));
+            return BaseResourceProfileAdapter.synchronize();
         };
         let entry = &answers[self.sync_index.min(answers.len() - 1)];
         self.sync_index += 1;
@@ -135,23 +139,19 @@ impl ResourceProfileAdapter for ScriptedAdapter {
     }
 
     fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        self.entry("reset").unwrap_or_else(|| Ok(AdapterOperationResult::not_applicable(None::<String>)))
+        self.entry("reset").unwrap_or_else(|| BaseResourceProfileAdapter.reset_peak_device_memory())
     }
 
     fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        self.entry("peak").unwrap_or_else(|| {
-            Ok(DeviceMemoryMeasurement::unavailable(Some("The adapter does not expose allocator memory.")))
-        })
+        self.entry("peak").unwrap_or_else(|| BaseResourceProfileAdapter.peak_device_memory())
     }
 
     fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        self.entry("model").unwrap_or_else(|| {
-            Ok(ModelFootprintMeasurement::unavailable(Some("The adapter does not expose model state.")))
-        })
+        self.entry("model").unwrap_or_else(|| BaseResourceProfileAdapter.model_footprint())
     }
 
     fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
-        self.entry("artifacts").unwrap_or_else(|| Ok(Vec::new()))
+        self.entry("artifacts").unwrap_or_else(|| BaseResourceProfileAdapter.deployment_artifacts())
     }
 
     fn name(&self) -> String {
