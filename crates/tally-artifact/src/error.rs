@@ -14,6 +14,11 @@ pub enum ErrorKind {
     Invalid,
     /// A record cannot be written in the form asked for.
     Unwritable,
+    /// A line is longer than the record limit
+    /// ([`crate::ReadOptions::max_record_bytes`]): read no further, so that
+    /// endless input (`/dev/zero`, a gzip bomb without line ends) cannot
+    /// take the machine's memory.
+    Limit,
 }
 
 /// An artifact could not be read or written.

@@ -76,8 +76,8 @@ mod write;
 pub use decode::{CONTEXT_EVENT_TYPE, DecodeStats, RecordDecoder};
 pub use error::{ArtifactError, ErrorKind};
 pub use read::{
-    ArtifactReader, ReadOptions, ReadStats, RecordBatch, Sniffed, decompressed, open_artifact, read_artifact,
-    read_artifact_from, read_batches, read_mapped,
+    ArtifactReader, DEFAULT_MAX_RECORD_BYTES, ReadOptions, ReadStats, RecordBatch, Sniffed, decompressed,
+    open_artifact, read_artifact, read_artifact_from, read_batches, read_mapped,
 };
 pub use write::{
     ArtifactEncoder, ArtifactWriter, EncodeError, Form, context_id, encode_artifact, write_artifact,

@@ -2,6 +2,7 @@
 //! [`ArtifactReader`], and the parallel batch reader behind
 //! [`read_artifact`].
 
+use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
 use std::path::Path;
@@ -119,6 +120,31 @@ pub fn read_artifact_from<R: Read + Send>(
     Ok(records)
 }
 
+/// The longest line (record) a reader accepts by default: 256 MiB. A
+/// record of stormlog's is a few hundred bytes to a few kilobytes; the limit
+/// is there so that input without line ends is rejected before it takes
+/// the machine's memory (a reader holds at most about twice the limit),
+/// while real artifacts with huge metadata still pass.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 256 << 20;
+
+/// The message of a line past the record limit.
+pub(crate) fn too_long(limit: usize) -> String {
+    format!("the line is longer than the record limit of {limit} bytes")
+}
+
+/// A line past the record limit, found by the reading thread (which knows
+/// no line numbers); the decoding side names the line.
+#[derive(Debug)]
+struct LineTooLong;
+
+impl fmt::Display for LineTooLong {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("line past the record limit")
+    }
+}
+
+impl std::error::Error for LineTooLong {}
+
 /// How [`read_batches`] splits its work.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
@@ -129,11 +155,19 @@ pub struct ReadOptions {
     pub chunk_bytes: usize,
     /// Whether to use the typed fast path (the results are the same).
     pub fast_path: bool,
+    /// The longest line accepted, in bytes ([`DEFAULT_MAX_RECORD_BYTES`]);
+    /// a longer one is an [`ErrorKind::Limit`] error at its line.
+    pub max_record_bytes: usize,
 }
 
 impl Default for ReadOptions {
     fn default() -> Self {
-        Self { window_bytes: 8 << 20, chunk_bytes: 256 << 10, fast_path: true }
+        Self {
+            window_bytes: 8 << 20,
+            chunk_bytes: 256 << 10,
+            fast_path: true,
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+        }
     }
 }
 
@@ -226,13 +260,15 @@ where
         interner: Interner::default(),
         chunk_bytes: options.chunk_bytes.max(1),
         fast: options.fast_path,
+        max_record: options.max_record_bytes.max(1),
     };
+    let max_record = state.max_record;
     let map = &map;
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
         let (recycle, recycled) = mpsc::channel::<Window>();
-        scope.spawn(move || read_windows(reader, window_bytes, &sender, &recycled));
+        scope.spawn(move || read_windows(reader, (window_bytes, max_record), &sender, &recycled));
         // Decoding runs a window ahead of `sink`, on its own thread, so the
         // caller's serial work on one window overlaps the parallel decoding
         // of the next. Windows still reach `sink` in file order, each whole
@@ -244,15 +280,25 @@ where
         scope.spawn(move || {
             let mut next_line = 1;
             for message in &receiver {
-                let result = message.map_err(|error| ArtifactError::io(source_name, &error)).and_then(
-                    |(window, last)| {
+                let result = message
+                    .map_err(|error| match error.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
+                        // The unfinished line is the next one after every
+                        // line decoded so far.
+                        true => ArtifactError::at_line(
+                            source_name,
+                            next_line,
+                            ErrorKind::Limit,
+                            too_long(max_record),
+                        ),
+                        false => ArtifactError::io(source_name, &error),
+                    })
+                    .and_then(|(window, last)| {
                         let (outputs, lines) = state.decode_window(window.text(), next_line, map)?;
                         next_line += lines;
                         let bytes = window.filled as u64;
                         let _ = recycle.send(window);
                         Ok(Decoded { outputs, bytes, lines, last })
-                    },
-                );
+                    });
                 let stop = !matches!(result, Ok(Decoded { last: false, .. }));
                 // A closed channel means `sink` stopped on an error.
                 if decoded.send(result).is_err() || stop {
@@ -302,10 +348,13 @@ impl Window {
     }
 }
 
-/// The producer: whole-line windows, the last flagged.
+/// The producer: whole-line windows, the last flagged. A line that does not
+/// fit grows the window geometrically (so one huge line costs linear time,
+/// not one copy per window), up to the record limit, past which it is an
+/// error: memory stays within about twice the limit.
 fn read_windows<R: Read>(
     reader: R,
-    window_bytes: usize,
+    (window_bytes, max_record): (usize, usize),
     sender: &mpsc::SyncSender<io::Result<(Window, bool)>>,
     recycled: &mpsc::Receiver<Window>,
 ) {
@@ -319,7 +368,9 @@ fn read_windows<R: Read>(
     let mut carry: Vec<u8> = Vec::new();
     loop {
         let mut window = recycled.try_recv().unwrap_or(Window { buffer: Vec::new(), filled: 0 });
-        let wanted = carry.len() + window_bytes;
+        // Carried text is an unfinished line: read at least as much again.
+        let growth = window_bytes.max(carry.len());
+        let wanted = (carry.len() + growth).min(max_record.saturating_add(window_bytes)).max(carry.len() + 1);
         if window.buffer.len() < wanted {
             // Headroom for the partial line carried in front next time, so a
             // reused window is not grown (and its pages touched anew) again.
@@ -356,7 +407,12 @@ fn read_windows<R: Read>(
                     return;
                 }
             }
-            // Not one complete line yet: read on, with this text in front.
+            // Not one complete line yet: read on, with this text in front,
+            // unless it is already past the limit.
+            None if window.filled > max_record => {
+                let _ = sender.send(Err(io::Error::other(LineTooLong)));
+                return;
+            }
             None => carry.extend_from_slice(window.text()),
         }
     }
@@ -377,6 +433,7 @@ struct WindowState<'a> {
     interner: Interner,
     chunk_bytes: usize,
     fast: bool,
+    max_record: usize,
 }
 
 type DefinitionOutcome = Result<(String, std::sync::Arc<CorrelationContext>), String>;
@@ -413,7 +470,7 @@ impl WindowState<'_> {
         }
         // Phase 3: decode against the registry, and map, in parallel.
         let registry = &self.registry;
-        let fast = self.fast;
+        let fast = (self.fast, self.max_record);
         let results: Vec<Result<(T, BatchCounts), (u64, LineError)>> = chunks
             .par_iter()
             .zip(starts.par_iter())
@@ -487,7 +544,7 @@ fn decode_chunk(
     definitions: &[(u64, Result<(), String>)],
     registry: &Registry,
     interner: &mut Interner,
-    fast: bool,
+    (fast, max_record): (bool, usize),
 ) -> Result<RecordBatch, (u64, LineError)> {
     let capacity = usize::try_from(lines).unwrap_or(0);
     let mut batch = RecordBatch {
@@ -497,6 +554,9 @@ fn decode_chunk(
     };
     let mut definitions = definitions.iter().peekable();
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
+        if line.len() > max_record {
+            return Err((line_number, (ErrorKind::Limit, too_long(max_record))));
+        }
         if let Some((_, outcome)) = definitions.next_if(|(at, _)| *at == line_number) {
             match outcome {
                 Ok(()) => {
@@ -541,9 +601,13 @@ pub struct ArtifactReader<R> {
     reader: R,
     decoder: RecordDecoder,
     buffer: Vec<u8>,
+    /// Text after the last bare `\r` of a buffer that reached the record
+    /// limit without a `\n`: the start of the next line.
+    pending: Vec<u8>,
     position: usize,
     line: u64,
     done: bool,
+    max_record: usize,
 }
 
 impl ArtifactReader<BufReader<Sniffed<Box<dyn Read + Send>>>> {
@@ -561,10 +625,29 @@ impl<R: BufRead> ArtifactReader<R> {
             reader,
             decoder: RecordDecoder::new(source_name),
             buffer: Vec::new(),
+            pending: Vec::new(),
             position: 0,
             line: 0,
             done: false,
+            max_record: DEFAULT_MAX_RECORD_BYTES,
         }
+    }
+
+    /// The longest line accepted ([`DEFAULT_MAX_RECORD_BYTES`] unless set);
+    /// a longer one ends the reading with an [`ErrorKind::Limit`] error.
+    pub fn with_max_record_bytes(mut self, max_record_bytes: usize) -> Self {
+        self.max_record = max_record_bytes.max(1);
+        self
+    }
+
+    fn too_long(&mut self, line: u64) -> Option<Result<(u64, InferenceRecord), ArtifactError>> {
+        let error = ArtifactError::at_line(
+            self.decoder.source_name(),
+            line,
+            ErrorKind::Limit,
+            too_long(self.max_record),
+        );
+        self.fail(error)
     }
 
     /// Physical lines read so far.
@@ -586,8 +669,11 @@ impl<R: BufRead> Iterator for ArtifactReader<R> {
             if self.position >= self.buffer.len() {
                 self.buffer.clear();
                 self.position = 0;
-                match self.reader.read_until(b'\n', &mut self.buffer) {
-                    Ok(0) => {
+                self.buffer.append(&mut self.pending);
+                // One byte past the limit tells a line that is too long.
+                let room = (self.max_record + 1).saturating_sub(self.buffer.len()).max(1) as u64;
+                match (&mut self.reader).take(room).read_until(b'\n', &mut self.buffer) {
+                    Ok(0) if self.buffer.is_empty() => {
                         self.done = true;
                         return None;
                     }
@@ -595,6 +681,16 @@ impl<R: BufRead> Iterator for ArtifactReader<R> {
                     Err(error) => {
                         let error = ArtifactError::io(self.decoder.source_name(), &error);
                         return self.fail(error);
+                    }
+                }
+                if self.buffer.len() > self.max_record && self.buffer.last() != Some(&b'\n') {
+                    // No `\n` within the limit; a bare `\r` may still end
+                    // the lines before it.
+                    match memchr::memrchr(b'\r', &self.buffer) {
+                        Some(at) if at + 1 < self.buffer.len() => {
+                            self.pending = self.buffer.split_off(at + 1)
+                        }
+                        _ => return self.too_long(self.line + 1),
                     }
                 }
             }
@@ -605,6 +701,9 @@ impl<R: BufRead> Iterator for ArtifactReader<R> {
             self.position += rest.len() - lines.remaining();
             self.line += 1;
             let line_number = self.line;
+            if line.len() > self.max_record {
+                return self.too_long(line_number);
+            }
             match self.decoder.decode(line, terminated, line_number) {
                 Ok(Some(record)) => return Some(Ok((line_number, record))),
                 Ok(None) => {}
