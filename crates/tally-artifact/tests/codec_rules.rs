@@ -221,7 +221,8 @@ fn embedded_contexts_are_interned() {
     assert!(Arc::ptr_eq(events[0].context_arc(), events[2].context_arc()));
     // Across parallel chunks too.
     let many: Vec<Value> = (0..2000).map(|index| iteration(&format!("e{index}"))).collect();
-    let options = ReadOptions { window_bytes: 50_000, chunk_bytes: 3_000, fast_path: true };
+    let options =
+        ReadOptions { window_bytes: 50_000, chunk_bytes: 3_000, fast_path: true, ..ReadOptions::default() };
     let mut records = Vec::new();
     read_batches(text(&many).as_bytes(), "t", &options, |batch| {
         records.extend(batch.records);
@@ -244,7 +245,8 @@ fn parallel_reads_keep_order_and_find_the_first_error() {
     bad_late["start_ns"] = json!(-1);
     rows.insert(1200, bad_early);
     rows.insert(2500, bad_late);
-    let options = ReadOptions { window_bytes: 40_000, chunk_bytes: 2_000, fast_path: true };
+    let options =
+        ReadOptions { window_bytes: 40_000, chunk_bytes: 2_000, fast_path: true, ..ReadOptions::default() };
     let error = read_batches(text(&rows).as_bytes(), "t", &options, |_| Ok(())).expect_err("bad rows");
     assert_eq!(error.line(), Some(1201));
     rows.remove(2500);
@@ -348,7 +350,8 @@ fn escaped_definitions_are_found_in_parallel() {
     let plain = text(&rows);
     let escaped = plain.replace("\"infer.context\"", "\"\\u0069nfer\\u002Econtext\"");
     assert_ne!(plain, escaped);
-    let options = ReadOptions { window_bytes: 20_000, chunk_bytes: 1_000, fast_path: true };
+    let options =
+        ReadOptions { window_bytes: 20_000, chunk_bytes: 1_000, fast_path: true, ..ReadOptions::default() };
     let mut count = 0;
     let stats = read_batches(escaped.as_bytes(), "t", &options, |batch| {
         count += batch.records.len();

@@ -13,7 +13,7 @@ fn lines(count: usize) -> String {
 
 /// Windows of a few lines each, split into one-line chunks.
 fn tiny() -> ReadOptions {
-    ReadOptions { window_bytes: 150, chunk_bytes: 1, fast_path: true }
+    ReadOptions { window_bytes: 150, chunk_bytes: 1, fast_path: true, ..ReadOptions::default() }
 }
 
 #[test]

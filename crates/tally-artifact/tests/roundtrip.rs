@@ -33,7 +33,7 @@ fn decode(bytes: &[u8], options: &ReadOptions) -> Result<Vec<InferenceRecord>, A
 
 /// Small windows and chunks, so batches split everywhere.
 fn tiny() -> ReadOptions {
-    ReadOptions { window_bytes: 700, chunk_bytes: 200, fast_path: true }
+    ReadOptions { window_bytes: 700, chunk_bytes: 200, fast_path: true, ..ReadOptions::default() }
 }
 
 proptest! {

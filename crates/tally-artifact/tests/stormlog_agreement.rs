@@ -47,7 +47,7 @@ fn sequential(path: &Path) -> Outcome {
 
 /// Every way of reading, which must all agree.
 fn all_readers(path: &Path) -> Vec<(&'static str, Outcome)> {
-    let tiny = ReadOptions { window_bytes: 300, chunk_bytes: 1, fast_path: true };
+    let tiny = ReadOptions { window_bytes: 300, chunk_bytes: 1, fast_path: true, ..ReadOptions::default() };
     let exact = ReadOptions { fast_path: false, ..ReadOptions::default() };
     vec![
         ("read_artifact", read_artifact(path)),

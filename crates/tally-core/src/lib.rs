@@ -3,8 +3,9 @@
 //! (non-empty strings, validation errors, [`string_enum!`], Python equality
 //! of JSON values, and [`interval`] arithmetic).
 //!
-//! This crate is plain data and validation. It does no I/O and knows no file
-//! format beyond one JSON record: reading and writing artifacts is
+//! This crate is plain data and validation. It opens no file and knows no
+//! file format beyond one JSON record (and the size bound on a JSON
+//! document read whole, [`document`]): reading and writing artifacts is
 //! `tally-artifact`'s job. Every constructor and every deserializer checks
 //! the model's rules, so an invalid value cannot exist after construction.
 //!
@@ -40,6 +41,7 @@
 pub mod arbitrary;
 mod busy_intervals;
 mod context;
+pub mod document;
 mod error;
 mod event;
 mod fields;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tally_core::InferenceRecord;
+use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 use tally_gpu_time::AccountingReport;
 use tally_profile::profile::ResourceProfile;
 use tally_resolve::{ResolveError, resolve_inference_events};
@@ -255,8 +256,15 @@ pub fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> std::io::R
     write_atomically(path, &text)
 }
 
-/// Loads a value written by [`write_json_atomically`].
+/// Loads a value written by [`write_json_atomically`] (at most
+/// [`DEFAULT_MAX_DOCUMENT_BYTES`]).
 pub fn read_json(path: &Path) -> std::io::Result<Value> {
-    let text = std::fs::read(path)?;
+    let text =
+        read_document(std::fs::File::open(path)?, DEFAULT_MAX_DOCUMENT_BYTES).map_err(
+            |error| match error {
+                DocumentError::Io(error) => error,
+                too_large => std::io::Error::other(too_large),
+            },
+        )?;
     serde_json::from_slice(&text).map_err(std::io::Error::other)
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::profile::stats::int_true_div;
 use crate::profile::{EmbeddingFootprint, PersistedArtifactFootprint, PersistedStatus, ResourceProfile};
 use serde_json::Value;
+use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 use tally_core::{NonEmptyString, ValidationError};
 
 use crate::pytext::python_repr;
@@ -493,10 +494,22 @@ fn array_manifest(value: &Value) -> Result<ArrayManifest, StoreError> {
 }
 
 fn read_json(path: &Path, what: &str, directory: &Path) -> Result<Value, StoreError> {
-    let text = std::fs::read(path).map_err(|error| StoreError::Failed {
+    let os_error = |error: &std::io::Error| StoreError::Failed {
         kind: Cow::Borrowed("OSError"),
-        message: crate::pytext::os_error_text(&error, &path.to_string_lossy()),
-    })?;
+        message: crate::pytext::os_error_text(error, &path.to_string_lossy()),
+    };
+    let file = std::fs::File::open(path).map_err(|error| os_error(&error))?;
+    // A manifest is a few hundred bytes; a symlink to `/dev/zero` is not one.
+    let text = match read_document(file, DEFAULT_MAX_DOCUMENT_BYTES) {
+        Ok(text) => text,
+        Err(DocumentError::Io(error)) => return Err(os_error(&error)),
+        Err(error @ DocumentError::TooLarge { .. }) => {
+            return Err(value_error(format!(
+                "{what} under {} is not a manifest: {error}.",
+                directory.display()
+            )));
+        }
+    };
     serde_json::from_slice(&text)
         .map_err(|_| value_error(format!("{what} under {} is not valid JSON.", directory.display())))
 }

@@ -66,6 +66,9 @@ fn main() -> ExitCode {
     };
     match outcome {
         Ok(code) => code,
+        // The reader of standard output went away (`| head`): nothing more
+        // to say, and no one to say it to.
+        Err(error) if cmd::output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("tally: error: {error:#}");
             ExitCode::FAILURE

@@ -119,3 +119,39 @@ fn long_device_clock_names_are_numbered_with_a_legend() {
     let busy_row = table.lines().find(|line| line.trim_start().starts_with("device 1 ")).unwrap();
     assert!(busy_row.len() < 120, "figures stay on screen: {busy_row}");
 }
+
+/// Every command that reads an artifact applies the same resolution rules:
+/// what `tally account` (and stormlog) rejects, `tally export` rejects too,
+/// at the same line, and writes no timeline.
+#[test]
+fn export_rejects_what_account_rejects() {
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/conformance/rejected");
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|extension| extension != "jsonl") {
+            continue;
+        }
+        let account = tally(&["account", text(&path)]);
+        assert_eq!(account.status.code(), Some(1), "{}", path.display());
+        let timeline = dir.path().join("timeline.json");
+        let export = tally(&["export", text(&path), "-o", text(&timeline)]);
+        assert_eq!(
+            export.status.code(),
+            Some(1),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&export.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&export.stderr),
+            String::from_utf8_lossy(&account.stderr),
+            "{}: the same rejection",
+            path.display()
+        );
+        assert!(!timeline.exists(), "{}: no timeline for a rejected input", path.display());
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} rejected cases found");
+}

@@ -29,6 +29,10 @@ fn stdout(output: &Output) -> String {
     String::from_utf8(output.stdout.clone()).expect("utf-8")
 }
 
+fn stderr(output: &Output) -> String {
+    String::from_utf8(output.stderr.clone()).expect("utf-8")
+}
+
 fn expected() -> Value {
     serde_json::from_slice(&std::fs::read(fixture("expected.json")).expect("expected.json")).expect("json")
 }
@@ -88,9 +92,16 @@ fn invalid_artifacts_exit_one_with_the_line() {
     for name in ["negative_time.jsonl", "conflicting_definition.jsonl", "truncated_last_line.jsonl"] {
         let line = expectations[name]["line"].as_u64().expect("stormlog named a line");
         let path = fixture(name);
-        let output = tally(&["validate", path.to_str().expect("path")], None);
+        let shown = path.to_str().expect("path");
+        let output = tally(&["validate", shown], None);
         assert_eq!(output.status.code(), Some(1), "{name}");
-        assert!(stdout(&output).starts_with(&format!("line {line}: ")), "{name}: {}", stdout(&output));
+        // As every command reports a rejection: on stderr, file and line first.
+        assert!(
+            stderr(&output).starts_with(&format!("{shown}: line {line}: ")),
+            "{name}: {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), "", "{name}: nothing on stdout for a rejected input");
         let output = tally(&["validate", "--format", "json", path.to_str().expect("path")], None);
         assert_eq!(output.status.code(), Some(1), "{name}");
         let report: Value = serde_json::from_str(&stdout(&output)).expect("one JSON object");
@@ -98,6 +109,8 @@ fn invalid_artifacts_exit_one_with_the_line() {
             (report["valid"].clone(), report["error"]["line"].as_u64()),
             (Value::Bool(false), Some(line))
         );
+        let message = report["error"]["message"].as_str().expect("the message");
+        assert!(message.starts_with(&format!("{shown}: line {line}: ")), "{message}");
     }
 }
 
@@ -112,7 +125,8 @@ fn standard_input_plain_and_gzip() {
     }
     let output = tally(&["validate", "-"], Some(b"{\"schema_version\": 2}\n"));
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout(&output).starts_with("line 1: "), "{}", stdout(&output));
+    assert!(stderr(&output).starts_with("-: line 1: "), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
 }
 
 #[test]
@@ -126,5 +140,43 @@ fn usage_errors_exit_two() {
 fn unreadable_files_exit_one() {
     let output = tally(&["validate", "/nonexistent/artifact.jsonl"], None);
     assert_eq!(output.status.code(), Some(1));
-    assert!(stdout(&output).contains("/nonexistent/artifact.jsonl"), "{}", stdout(&output));
+    assert!(stderr(&output).contains("/nonexistent/artifact.jsonl"), "{}", stderr(&output));
+    assert_eq!(stdout(&output), "");
+}
+
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    // `tally validate FILE | head -c 1`: the reader goes away after a byte.
+    let path = fixture("compact.jsonl");
+    for format in ["text", "json"] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+            .args(["validate", "--format", format])
+            .arg(&path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("tally starts");
+        // Close our end at once: every write of tally's meets a closed pipe.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().expect("tally runs");
+        let message = stderr(&output);
+        assert!(!message.contains("panicked"), "{format}: {message}");
+        assert!(output.status.success(), "{format}: {:?} {message}", output.status);
+    }
+}
+
+#[test]
+fn a_line_past_the_record_limit_names_the_limit_and_the_flag() {
+    let bytes = std::fs::read(fixture("compact.jsonl")).expect("fixture");
+    let longest = bytes.split(|byte| *byte == b'\n').map(<[u8]>::len).max().expect("lines");
+    let limit = (longest - 1).to_string();
+    let output = tally(&["validate", "--max-record-bytes", &limit, "-"], Some(&bytes));
+    assert_eq!(output.status.code(), Some(1));
+    let message = stderr(&output);
+    assert!(message.contains(&format!("record limit of {limit} bytes")), "{message}");
+    assert!(message.contains("--max-record-bytes"), "{message}");
+    let raised = (longest).to_string();
+    let output = tally(&["validate", "--max-record-bytes", &raised, "-"], Some(&bytes));
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
 }

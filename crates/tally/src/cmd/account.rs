@@ -45,12 +45,14 @@ pub struct Args {
     pub detail: bool,
     #[command(flatten)]
     pub trace: super::input::TraceArgs,
+    #[command(flatten)]
+    pub limits: super::output::LimitArgs,
 }
 
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let run = match resolve_files(&args.files, &args.trace) {
+    let run = match resolve_files(&args.files, &args.trace, &args.limits) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
@@ -92,6 +94,7 @@ fn position(file: usize, line: u64) -> usize {
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
+    limits: &super::output::LimitArgs,
 ) -> Result<StreamedRun, String> {
     let mut resolver = StreamingResolver::new();
     let mut names: Vec<String> = Vec::new();
@@ -141,12 +144,12 @@ pub(crate) fn resolve_files(
                 Ok(())
             };
             if path.as_os_str() == "-" {
-                decode(std::io::stdin(), &name, &Progress::silent(), &mut feed)
+                decode(std::io::stdin(), &name, limits, &Progress::silent(), &mut feed)
             } else {
                 match File::open(path) {
                     Ok(file) => {
                         let progress = Progress::for_file(path, &file);
-                        let outcome = decode(progress.wrap(file), &name, &progress, &mut feed);
+                        let outcome = decode(progress.wrap(file), &name, limits, &progress, &mut feed);
                         progress.finish();
                         outcome
                     }
@@ -157,7 +160,7 @@ pub(crate) fn resolve_files(
         if let Some(error) = rejected {
             return Err(locate(&names, &error));
         }
-        outcome.map_err(|error| error.to_string())?;
+        outcome.map_err(|error| super::output::artifact_message(&error))?;
     }
     resolver.finish().map_err(|error| locate(&names, &error))
 }
@@ -165,11 +168,16 @@ pub(crate) fn resolve_files(
 fn decode<R: Read + Send>(
     reader: R,
     name: &str,
+    limits: &super::output::LimitArgs,
     progress: &Progress,
     feed: &mut impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
 ) -> Result<(), ArtifactError> {
-    let options =
-        ReadOptions { window_bytes: WINDOW_BYTES, chunk_bytes: WINDOW_BYTES / 8, ..ReadOptions::default() };
+    let options = ReadOptions {
+        window_bytes: WINDOW_BYTES,
+        chunk_bytes: WINDOW_BYTES / 8,
+        max_record_bytes: limits.max_record_bytes,
+        ..ReadOptions::default()
+    };
     read_batches(reader, name, &options, |batch| {
         feed(batch)?;
         progress.tick();

@@ -18,7 +18,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -67,6 +67,8 @@ pub struct Args {
     /// Output format (default: `json` with `--request`, `table` otherwise).
     #[arg(long, value_enum)]
     pub format: Option<Layout>,
+    #[command(flatten)]
+    pub limits: super::output::LimitArgs,
 }
 
 fn parse_shape(text: &str) -> Result<(u64, u64), String> {
@@ -75,19 +77,10 @@ fn parse_shape(text: &str) -> Result<(u64, u64), String> {
     Ok((number(rows)?, number(cols)?))
 }
 
-fn read_text(path: &Path) -> anyhow::Result<String> {
-    if path.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin(), &mut text).context("reading standard input")?;
-        return Ok(text);
-    }
-    std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-}
-
 /// What the command aggregates, from either way in.
 fn build_request(args: &Args) -> Result<AggregateRequest, String> {
     if let Some(path) = &args.request {
-        let text = read_text(path).map_err(|error| format!("{error:#}"))?;
+        let text = super::output::read_document_text(path, args.limits.max_document_bytes)?;
         let mut request =
             AggregateRequest::from_json_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
         if args.merged_key.is_some() {
@@ -104,7 +97,7 @@ fn build_request(args: &Args) -> Result<AggregateRequest, String> {
     }
     let mut profiles = Vec::with_capacity(args.profiles.len());
     for (index, path) in args.profiles.iter().enumerate() {
-        let text = read_text(path).map_err(|error| format!("{error:#}"))?;
+        let text = super::output::read_document_text(path, args.limits.max_document_bytes)?;
         let profile =
             ResourceProfile::from_json_str(&text).map_err(|error| format!("{}: {error}", path.display()))?;
         let key = match args.shard_keys.get(index) {

@@ -28,7 +28,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             format!("{:#}\n", json!({"status": "unavailable", "reason": error.reason()}))
         }
     };
-    print!("{text}");
+    super::output::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

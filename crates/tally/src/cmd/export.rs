@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
+use tally_artifact::{ReadOptions, read_batches};
 use tally_core::{CorrelationEvent, InferenceRecord};
 
 use super::input::{TraceArgs, is_trace};
+use super::output::{LimitArgs, artifact_message};
 
 /// Arguments of `tally export`.
 #[derive(Debug, clap::Args)]
@@ -23,22 +25,36 @@ pub struct Args {
     pub output: PathBuf,
     #[command(flatten)]
     pub trace: TraceArgs,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
-/// Runs the command.
+/// Runs the command: exit 0 with the timeline written, 1 when the input is
+/// rejected (`FILE: line N: reason` on stderr, no timeline written). The
+/// input must pass the same rules as for `tally account`: the timeline of
+/// evidence that cannot be resolved would show a run that does not exist.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let events: Vec<CorrelationEvent> = if is_trace(&args.input)? {
+    let name = args.input.display().to_string();
+    let (events, lines): (Vec<CorrelationEvent>, Vec<u64>) = if is_trace(&args.input)? {
         let options = args.trace.options(std::slice::from_ref(&args.input))?;
-        tally_trace::import_traces_to_vec(std::slice::from_ref(&args.input), &options)?.0
+        let events = tally_trace::import_traces_to_vec(std::slice::from_ref(&args.input), &options)?.0;
+        // An imported trace's "line" is the record's number.
+        let lines = (1..=events.len() as u64).collect();
+        (events, lines)
     } else {
-        tally_artifact::read_artifact(&args.input)?
-            .into_iter()
-            .filter_map(|record| match record {
-                InferenceRecord::Event(event) => Some(event),
-                InferenceRecord::Legacy(_) => None,
-            })
-            .collect()
+        match read_events(&args.input, &name, &args.limits) {
+            Ok(read) => read,
+            Err(error) => {
+                eprintln!("{}", artifact_message(&error));
+                return Ok(ExitCode::FAILURE);
+            }
+        }
     };
+    if let Err(error) = tally_resolve::resolve_inference_events(&events) {
+        let line = lines.get(error.record()).copied().unwrap_or(0);
+        eprintln!("{name}: line {line}: {error}");
+        return Ok(ExitCode::FAILURE);
+    }
     let summary = write_atomically(&args.output, |file| Ok(tally_trace::write_chrome_trace(&events, file)?))?;
     eprintln!(
         "{} slices written to {} ({} device activities placed on a host clock, {} on their own clock, {} without a complete span left out)",
@@ -49,6 +65,34 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         summary.incomplete,
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The correlation events of an artifact with their lines (legacy v1
+/// records take no part in a timeline, nor in resolution).
+fn read_events(
+    path: &Path,
+    name: &str,
+    limits: &LimitArgs,
+) -> Result<(Vec<CorrelationEvent>, Vec<u64>), tally_artifact::ArtifactError> {
+    let options = ReadOptions { max_record_bytes: limits.max_record_bytes, ..ReadOptions::default() };
+    let reader: Box<dyn std::io::Read + Send> = if path.as_os_str() == "-" {
+        Box::new(std::io::stdin())
+    } else {
+        Box::new(fs::File::open(path).map_err(|error| {
+            tally_artifact::ArtifactError::whole(name, tally_artifact::ErrorKind::Io, error.to_string())
+        })?)
+    };
+    let (mut events, mut lines) = (Vec::new(), Vec::new());
+    read_batches(reader, name, &options, |batch| {
+        for (line, record) in batch.lines.into_iter().zip(batch.records) {
+            if let InferenceRecord::Event(event) = record {
+                events.push(event);
+                lines.push(line);
+            }
+        }
+        Ok(())
+    })?;
+    Ok((events, lines))
 }
 
 /// Writes through a temporary file beside `target`, renamed over it when

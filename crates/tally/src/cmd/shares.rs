@@ -40,6 +40,8 @@ pub struct Args {
     /// Output format.
     #[arg(long, value_enum, default_value_t = Layout::Table)]
     pub format: Layout,
+    #[command(flatten)]
+    pub limits: super::output::LimitArgs,
 }
 
 /// A parsed model file, before stormlog's rules are applied.
@@ -55,14 +57,21 @@ struct Model {
 /// Runs the command: exit 0 when the model matches its budget, 1 when it
 /// breaks a rule or an input is rejected.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let model = match read_model(&args.model) {
+    let text = match super::output::read_document_text(&args.model, args.limits.max_document_bytes) {
+        Ok(text) => text,
+        Err(message) => {
+            eprintln!("{message}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let model = match read_model(&text) {
         Ok(model) => model,
         Err(reason) => {
             eprintln!("{}: {reason}", args.model.display());
             return Ok(ExitCode::FAILURE);
         }
     };
-    let graph = match resolve_files(&args.files, &TraceArgs::default()) {
+    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
@@ -124,9 +133,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(if outcome.is_ok() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn read_model(path: &PathBuf) -> Result<Model, String> {
-    let text = std::fs::read_to_string(path).map_err(|error| error.to_string())?;
-    let value: Value = serde_json::from_str(&text).map_err(|error| format!("not JSON: {error}"))?;
+fn read_model(text: &str) -> Result<Model, String> {
+    let value: Value = serde_json::from_str(text).map_err(|error| format!("not JSON: {error}"))?;
     let Value::Object(mut map) = value else {
         return Err("a share model must be a JSON object".into());
     };

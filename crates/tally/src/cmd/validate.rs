@@ -13,6 +13,7 @@ use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, ReadStats, read_mapp
 use tally_core::InferenceRecord;
 
 use super::Format;
+use super::output::{LimitArgs, artifact_message, print};
 use super::progress::Progress;
 
 /// Arguments of `tally validate`.
@@ -20,9 +21,12 @@ use super::progress::Progress;
 pub struct Args {
     /// The artifact: a path, or `-` for standard input; plain or gzip.
     pub file: PathBuf,
-    /// Output format.
+    /// Output format. With `json` the report on stdout carries a rejection
+    /// too; in text a rejection goes to stderr as `FILE: line N: reason`.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
+    #[command(flatten)]
+    pub limits: LimitArgs,
 }
 
 /// Records per (event type, schema version), as decoded: v4 reference rows
@@ -65,13 +69,14 @@ impl Counts {
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let name = args.file.display().to_string();
     let mut counts = Counts::default();
+    let options = ReadOptions { max_record_bytes: args.limits.max_record_bytes, ..ReadOptions::default() };
     let outcome = if args.file.as_os_str() == "-" {
-        decode(std::io::stdin(), &name, &Progress::silent(), &mut counts)
+        decode(std::io::stdin(), &name, &options, &Progress::silent(), &mut counts)
     } else {
         match File::open(&args.file) {
             Ok(file) => {
                 let progress = Progress::for_file(&args.file, &file);
-                let outcome = decode(progress.wrap(file), &name, &progress, &mut counts);
+                let outcome = decode(progress.wrap(file), &name, &options, &progress, &mut counts);
                 progress.finish();
                 outcome
             }
@@ -80,11 +85,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     match outcome {
         Ok(stats) => {
-            print_valid(args, &stats, &counts);
+            print_valid(args, &stats, &counts)?;
             Ok(ExitCode::SUCCESS)
         }
         Err(error) => {
-            print_invalid(args, &error);
+            print_invalid(args, &error)?;
             Ok(ExitCode::FAILURE)
         }
     }
@@ -93,6 +98,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 fn decode<R: Read + Send>(
     reader: R,
     name: &str,
+    options: &ReadOptions,
     progress: &Progress,
     counts: &mut Counts,
 ) -> Result<ReadStats, ArtifactError> {
@@ -102,14 +108,16 @@ fn decode<R: Read + Send>(
         partial.add(&batch.records);
         partial
     };
-    read_mapped(reader, name, &ReadOptions::default(), count, |partial| {
+    read_mapped(reader, name, options, count, |partial| {
         counts.merge(partial);
         progress.tick();
         Ok(())
     })
 }
 
-fn print_valid(args: &Args, stats: &ReadStats, counts: &Counts) {
+fn print_valid(args: &Args, stats: &ReadStats, counts: &Counts) -> std::io::Result<()> {
+    use std::fmt::Write as _;
+    let mut text = String::new();
     match args.format {
         Format::Json => {
             let rows: Vec<Value> = counts
@@ -129,10 +137,11 @@ fn print_valid(args: &Args, stats: &ReadStats, counts: &Counts) {
                 "context_references": stats.compact_records,
                 "counts": rows,
             });
-            println!("{report}");
+            let _ = writeln!(text, "{report}");
         }
         Format::Text => {
-            println!(
+            let _ = writeln!(
+                text,
                 "{}: valid: {} records on {} lines ({} context definitions, {} records by context_id)",
                 args.file.display(),
                 stats.records,
@@ -141,27 +150,31 @@ fn print_valid(args: &Args, stats: &ReadStats, counts: &Counts) {
                 stats.compact_records,
             );
             let width = counts.by_type.keys().map(|(kind, _)| kind.len()).max().unwrap_or(0).max(10);
-            println!("{:<width$}  {:>6}  {:>12}", "event_type", "schema", "records");
+            let _ = writeln!(text, "{:<width$}  {:>6}  {:>12}", "event_type", "schema", "records");
             for ((event_type, version), count) in &counts.by_type {
-                println!("{event_type:<width$}  {version:>6}  {count:>12}");
+                let _ = writeln!(text, "{event_type:<width$}  {version:>6}  {count:>12}");
             }
         }
     }
+    print(&text)
 }
 
-fn print_invalid(args: &Args, error: &ArtifactError) {
+/// A rejection: in JSON, the report on stdout carries it; in text it goes
+/// to stderr as every command reports one (`FILE: line N: reason`), and
+/// stdout stays empty.
+fn print_invalid(args: &Args, error: &ArtifactError) -> std::io::Result<()> {
     match args.format {
         Format::Json => {
             let report = json!({
                 "file": args.file.display().to_string(),
                 "valid": false,
-                "error": {"line": error.line(), "reason": error.reason()},
+                "error": {"line": error.line(), "reason": error.reason(), "message": artifact_message(error)},
             });
-            println!("{report}");
+            print(&format!("{report}\n"))
         }
-        Format::Text => match error.line() {
-            Some(line) => println!("line {line}: {}", error.reason()),
-            None => println!("{error}"),
-        },
+        Format::Text => {
+            eprintln!("{}", artifact_message(error));
+            Ok(())
+        }
     }
 }

@@ -25,10 +25,11 @@ pub(crate) struct Report {
 
 /// Prints the profile in the chosen layout.
 pub(crate) fn print(report: &Report, profile: &ResourceProfile, layout: Layout) -> anyhow::Result<()> {
-    match layout {
-        Layout::Json => println!("{}", profile.to_json_string().context("writing the profile as JSON")?),
-        Layout::Table => print!("{}", table(report, profile)),
-    }
+    let text = match layout {
+        Layout::Json => format!("{}\n", profile.to_json_string().context("writing the profile as JSON")?),
+        Layout::Table => table(report, profile),
+    };
+    crate::cmd::output::print(&text)?;
     Ok(())
 }
 

@@ -1,0 +1,113 @@
+//! What every command shares about its output: writing to a standard
+//! output that may close early (`tally validate FILE | head -1`), and the
+//! limits on what it reads, with the flags that raise them.
+
+use std::io::{self, Write};
+use std::path::Path;
+
+use tally_artifact::{ArtifactError, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
+use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
+
+/// Writes `text` to standard output and flushes it. A reader that closed
+/// the pipe ends the command quietly: `main` treats the `BrokenPipe` error
+/// this returns as success, as Unix tools do.
+pub fn print(text: &str) -> io::Result<()> {
+    let mut out = io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+/// Whether an error is standard output closed under the command (directly,
+/// or as the cause of a wrapped error).
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<io::Error>().is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The limits on what a command reads, as flags.
+#[derive(Debug, Clone, clap::Args)]
+pub struct LimitArgs {
+    /// The longest artifact line (record) accepted, in bytes (suffixes K, M,
+    /// G are powers of 1024): input without line ends stops there instead of
+    /// taking the machine's memory.
+    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_size)]
+    pub max_record_bytes: usize,
+    /// The largest JSON document read whole (a share model, a request, a
+    /// profile), in bytes (suffixes K, M, G).
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]
+    pub max_document_bytes: usize,
+}
+
+impl Default for LimitArgs {
+    fn default() -> Self {
+        Self {
+            max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            max_document_bytes: DEFAULT_MAX_DOCUMENT_BYTES as usize,
+        }
+    }
+}
+
+/// Reads a JSON document whole (a path, or `-` for standard input), at most
+/// `limit` bytes, as text. The error names the file and, for the limit, the
+/// flag that raises it.
+pub fn read_document_text(path: &Path, limit: usize) -> Result<String, String> {
+    let shown = path.display();
+    let bytes = if path.as_os_str() == "-" {
+        read_document(io::stdin().lock(), limit as u64)
+    } else {
+        let file = std::fs::File::open(path).map_err(|error| format!("{shown}: cannot read: {error}"))?;
+        read_document(file, limit as u64)
+    };
+    let bytes = bytes.map_err(|error| match error {
+        DocumentError::TooLarge { .. } => format!("{shown}: {error} (raise it with --max-document-bytes)"),
+        DocumentError::Io(_) => format!("{shown}: {error}"),
+    })?;
+    String::from_utf8(bytes)
+        .map_err(|error| format!("{shown}: not UTF-8 text (byte {})", error.utf8_error().valid_up_to()))
+}
+
+/// `1048576`, `64K`, `256M`, `2G` (powers of 1024; `KiB`-style suffixes too).
+pub fn parse_size(text: &str) -> Result<usize, String> {
+    let trimmed = text.trim();
+    let digits_end = trimmed.find(|c: char| !c.is_ascii_digit()).unwrap_or(trimmed.len());
+    let (digits, suffix) = trimmed.split_at(digits_end);
+    let number: u64 =
+        digits.parse().map_err(|_| format!("'{text}' is not a size (e.g. 1048576, 64K, 256M)"))?;
+    let shift = match suffix.to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        _ => return Err(format!("'{text}': the size suffix must be K, M or G")),
+    };
+    let bytes = number.checked_mul(1 << shift).filter(|&bytes| bytes > 0);
+    bytes
+        .and_then(|bytes| usize::try_from(bytes).ok())
+        .ok_or_else(|| format!("'{text}' is not a size between 1 byte and this machine's address space"))
+}
+
+/// An artifact error as a command prints it: where a limit was hit, it also
+/// says which flag raises it.
+pub fn artifact_message(error: &ArtifactError) -> String {
+    match error.kind() {
+        ErrorKind::Limit => format!("{error} (raise it with --max-record-bytes)"),
+        _ => error.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes() {
+        assert_eq!(parse_size("1048576"), Ok(1 << 20));
+        assert_eq!(parse_size("64K"), Ok(64 << 10));
+        assert_eq!(parse_size("256m"), Ok(256 << 20));
+        assert_eq!(parse_size("2GiB"), Ok(2 << 30));
+        for bad in ["", "0", "-1", "12X", "M", "99999999999G"] {
+            assert!(parse_size(bad).is_err(), "{bad}");
+        }
+    }
+}
