@@ -221,7 +221,8 @@ struct DeviceTally {
 struct DeviceFigures {
     busy: u64,
     launch_span: u64,
-    summed: u64,
+    /// A sum of `u64` durations: exact in 128 bits, checked when written.
+    summed: u128,
 }
 
 /// Per device, from the rows sorted by start through an index (four bytes
@@ -231,6 +232,7 @@ fn device_figures(
     collected: &Collected,
     mut group_spans: Vec<((u64, u32), u64, u64)>,
 ) -> BTreeMap<(u64, u32), DeviceFigures> {
+    // Sums are u128 here; they are checked where they are written.
     let gpu = &collected.gpu;
     let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
     order.sort_unstable_by_key(|&index| {
@@ -244,7 +246,7 @@ fn device_figures(
     while position < order.len() {
         let first = &gpu[order[position] as usize];
         let key = (first.pid, first.device);
-        let (mut busy, mut launch_span, mut summed) = (UnionSweep::default(), UnionSweep::default(), 0u64);
+        let (mut busy, mut launch_span, mut summed) = (UnionSweep::default(), UnionSweep::default(), 0u128);
         while let Some(&index) = order.get(position).filter(|&&index| {
             let row = &gpu[index as usize];
             (row.pid, row.device) == key
@@ -258,7 +260,7 @@ fn device_figures(
             }
             busy.push(row.start, row.end);
             launch_span.push(row.start, row.end);
-            summed += row.end - row.start;
+            summed += u128::from(row.end - row.start);
             position += 1;
         }
         while let Some(&&(_, start, end)) = spans.peek().filter(|(span_key, _, _)| *span_key == key) {
@@ -507,6 +509,14 @@ impl Builder<'_> {
             self.emit_runtime(row, link, &iterations)?;
         }
         let figures = device_figures(collected, group_spans);
+        if let Some(((pid, device), too_large)) =
+            figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
+        {
+            return Err(TraceErrorKind::SumOutOfRange {
+                what: format!("the summed GPU time of process {pid}, device {device}"),
+                total_ns: too_large.summed,
+            });
+        }
         let summary = self.summary(SummaryParts {
             iterations: iterations.len(),
             devices,
@@ -646,7 +656,11 @@ impl Builder<'_> {
         let context = self.device_context(&first, pid)?;
         let mut metadata = Map::new();
         metadata.insert("event_count".into(), Value::from(members.len()));
-        let summed: u64 = members.iter().map(|row| row.end - row.start).sum();
+        let summed: u128 = members.iter().map(|row| u128::from(row.end - row.start)).sum();
+        let summed = u64::try_from(summed).map_err(|_| TraceErrorKind::SumOutOfRange {
+            what: format!("the summed duration of the {} GPU events of one launch", members.len()),
+            total_ns: summed,
+        })?;
         metadata.insert("summed_duration_ns".into(), Value::from(summed));
         metadata.insert("first_name".into(), Value::from(self.collected.name(first.name)));
         let device_index = if first.device == NONE_U32 { Value::Null } else { Value::from(first.device) };
@@ -772,7 +786,8 @@ impl Builder<'_> {
                     "device_uuid_source": source,
                     "busy_ns": busy,
                     "launch_span_ns": spans,
-                    "summed_ns": summed,
+                    // Checked to fit before the summary is built.
+                    "summed_ns": u64::try_from(summed).unwrap_or(u64::MAX),
                 }),
             );
         }

@@ -85,6 +85,15 @@ pub enum TraceErrorKind {
     /// The caller's sink refused an event.
     #[error("{0}")]
     Sink(SinkError),
+    /// A sum of durations passes what a record can hold (2^64 − 1 ns; the
+    /// artifact format's integers are 64-bit).
+    #[error("{what} is {total_ns} ns, beyond the 2^64 ns a record can hold")]
+    SumOutOfRange {
+        /// What was summed.
+        what: String,
+        /// The exact sum.
+        total_ns: u128,
+    },
     /// A device UUID assignment does not fit this import.
     #[error("device UUIDs: {0}")]
     DeviceUuid(crate::DeviceUuidError),

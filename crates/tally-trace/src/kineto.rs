@@ -152,11 +152,17 @@ fn read_member<R: Read>(
                 return Err(KinetoError::NotTrace("traceEvents is not an array".into()));
             }
             stream.advance();
+            if header.saw_events {
+                // A second `traceEvents`: Python's json keeps the last value
+                // of a repeated key (and so stormlog reads only that one).
+                *collected = Collected::default();
+            }
             read_events(stream, collected, spans)?;
             header.saw_events = true;
         }
         "baseTimeNanoseconds" => match stream.owned::<Box<RawValue>>()? {
-            Parsed::Value(raw, _) if raw.get() == "null" => {}
+            // Last key wins here too, a `null` included.
+            Parsed::Value(raw, _) if raw.get() == "null" => header.base_ns = None,
             Parsed::Value(raw, _) => match decimal::nanos_text(raw.get()) {
                 Ok(nanos) => header.base_ns = Some(nanos.value),
                 Err(error) => {
@@ -379,25 +385,50 @@ fn thread(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &st
 }
 
 /// One trace event, borrowing from the read buffer. Unknown keys are
-/// skipped by the deserializer without being built.
-#[derive(Deserialize)]
+/// skipped by the deserializer without being built; a repeated key keeps
+/// its last value, as Python's json does (serde's derive would reject it).
+#[derive(Default)]
 struct RawEvent<'a> {
-    #[serde(borrow, default)]
     ph: Option<Text<'a>>,
-    #[serde(borrow, default)]
     cat: Option<Text<'a>>,
-    #[serde(borrow, default)]
     name: Option<Text<'a>>,
-    #[serde(borrow, default)]
     pid: Option<Id<'a>>,
-    #[serde(borrow, default)]
     tid: Option<Id<'a>>,
-    #[serde(borrow, default)]
     ts: Option<&'a RawValue>,
-    #[serde(borrow, default)]
     dur: Option<&'a RawValue>,
-    #[serde(default)]
     args: Option<Args>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
+    fn deserialize<D: de::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct EventVisitor<'a>(std::marker::PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for EventVisitor<'a> {
+            type Value = RawEvent<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a trace event object")
+            }
+            fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<RawEvent<'a>, M::Error> {
+                let mut event = RawEvent::default();
+                while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                    match key.as_ref() {
+                        "ph" => event.ph = map.next_value()?,
+                        "cat" => event.cat = map.next_value()?,
+                        "name" => event.name = map.next_value()?,
+                        "pid" => event.pid = map.next_value()?,
+                        "tid" => event.tid = map.next_value()?,
+                        "ts" => event.ts = map.next_value()?,
+                        "dur" => event.dur = map.next_value()?,
+                        "args" => event.args = map.next_value()?,
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(event)
+            }
+        }
+        deserializer.deserialize_map(EventVisitor(std::marker::PhantomData))
+    }
 }
 
 /// A string, borrowed unless it had escapes.

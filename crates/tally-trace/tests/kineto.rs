@@ -424,3 +424,48 @@ fn detection_is_by_content() {
         Some(tally_trace::TraceFormat::KinetoJson { gzip: true })
     );
 }
+
+#[test]
+fn sums_past_64_bits_are_rejected_not_wrapped() {
+    // Two kernels of one launch, each 9.3e18 ns: each fits, their sum does not.
+    let text =
+        format!("[{}, {}]", kernel("0", "9300000000000000", 1, 0), kernel("0", "9300000000000000", 1, 0));
+    for detail in [Detail::Launch, Detail::Kernel] {
+        let error = import_text(&text, detail).unwrap_err();
+        let message = error.to_string();
+        assert!(matches!(error.kind(), TraceErrorKind::SumOutOfRange { .. }), "{message}");
+        assert!(message.contains("18600000000000000000 ns"), "{detail:?}: {message}");
+        assert!(message.contains("beyond the 2^64 ns"), "{message}");
+    }
+    // One of them alone is fine.
+    let text = format!("[{}]", kernel("0", "9300000000000000", 1, 0));
+    assert!(import_text(&text, Detail::Launch).is_ok());
+}
+
+/// A repeated key keeps its last value, as Python's json (and so stormlog)
+/// reads it: the last `traceEvents`, the last `dur` of an event, the last
+/// `baseTimeNanoseconds`.
+#[test]
+fn repeated_keys_keep_their_last_value() {
+    let first = kernel("10", "5", 1, 0);
+    let second = kernel("100", "7", 2, 0);
+    let text =
+        format!(r#"{{"traceEvents": [{first}], "baseTimeNanoseconds": 50, "traceEvents": [{second}]}}"#);
+    let (events, summary) = import_text(&text, Detail::Launch).unwrap();
+    let spans: Vec<(u64, u64)> =
+        gpu_activities(&events).map(|event| event.body().span().unwrap().bounds().unwrap()).collect();
+    assert_eq!(spans, [(100_050, 107_050)], "only the last traceEvents counts");
+    assert_eq!(summary.traces[0]["gpu_events"], 1);
+    let twice = r#"[{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10, "dur": 1, "dur": 3,
+                     "args": {"device": 0, "stream": 7, "correlation": 1}}]"#;
+    let (events, _) = import_text(twice, Detail::Launch).unwrap();
+    let spans: Vec<(u64, u64)> =
+        gpu_activities(&events).map(|event| event.body().span().unwrap().bounds().unwrap()).collect();
+    assert_eq!(spans, [(10_000, 13_000)], "the event is kept, with its last dur");
+    let base =
+        format!(r#"{{"baseTimeNanoseconds": 7, "traceEvents": [{first}], "baseTimeNanoseconds": null}}"#);
+    let (events, _) = import_text(&base, Detail::Launch).unwrap();
+    let spans: Vec<(u64, u64)> =
+        gpu_activities(&events).map(|event| event.body().span().unwrap().bounds().unwrap()).collect();
+    assert_eq!(spans, [(10_000, 15_000)], "the last baseTimeNanoseconds (null) counts");
+}
