@@ -105,7 +105,7 @@ impl Registry {
     ) -> Result<(), String> {
         match self.definitions.get(&id) {
             Some(previous) if *previous.context != *context => {
-                Err(format!("conflicting context definition: {id}"))
+                Err(format!("conflicting context definition: {}", tally_core::shown(&id)))
             }
             Some(_) => Ok(()),
             None => {

@@ -418,3 +418,36 @@ fn repeated_context_text_is_decoded_like_any_other() {
     assert!(second.contains("\"host\": \"h\""), "{second}");
     assert!(fast[5].is_err());
 }
+
+#[test]
+fn negative_zero_is_the_integer_zero_as_python_reads_it() {
+    let mut row = iteration("e1");
+    row["start_ns"] = json!(1);
+    let line = to_python_json(&row, Separators::DEFAULT).replace("\"start_ns\": 1", "\"start_ns\": -0");
+    assert!(line.contains("-0"), "{line}");
+    for fast_path in [true, false] {
+        let options = ReadOptions { fast_path, ..ReadOptions::default() };
+        let mut records = Vec::new();
+        read_batches(format!("{line}\n").as_bytes(), "t.jsonl", &options, |batch| {
+            records.extend(batch.records);
+            Ok(())
+        })
+        .expect("stormlog accepts start_ns: -0");
+        let value = serde_json::to_value(&records[0]).expect("serializable");
+        assert_eq!(value["start_ns"], json!(0), "fast path {fast_path}");
+    }
+    // A float -0.0 is no integer, for Python as for tally.
+    let float = line.replace("-0", "-0.0");
+    let error = read(&(float + "\n")).expect_err("a float start_ns");
+    assert!(error.reason().contains("start_ns"), "{error}");
+}
+
+#[test]
+fn a_huge_bad_value_is_quoted_by_a_short_prefix() {
+    let mut row = iteration("e1");
+    row["x".repeat(5 << 20)] = json!(1);
+    let error = read(&text(&[row])).expect_err("an unexpected field");
+    let message = error.to_string();
+    assert!(message.len() < 300, "{} bytes of error", message.len());
+    assert!(message.contains(&format!("({} bytes)", 5 << 20)), "{message}");
+}

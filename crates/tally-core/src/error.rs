@@ -42,3 +42,27 @@ impl ValidationError {
         Self { field, message }
     }
 }
+
+/// The longest value an error message quotes whole.
+const SHOWN_BYTES: usize = 200;
+
+/// A value as an error message quotes it: whole when it is short (as the
+/// reference tools quote it), else its first characters, an ellipsis and
+/// its length, so that a 64 MB bad value is not echoed into the error.
+///
+/// ```
+/// assert_eq!(tally_core::shown("infer.nope"), "infer.nope");
+/// let long = "x".repeat(1_000_000);
+/// assert_eq!(tally_core::shown(&long), format!("{}… (1000000 bytes)", "x".repeat(64)));
+/// ```
+pub fn shown(text: &str) -> Cow<'_, str> {
+    if text.len() <= SHOWN_BYTES {
+        return Cow::Borrowed(text);
+    }
+    let mut end = 64;
+    // A char boundary at or before byte 64: UTF-8 is at most 4 bytes a char.
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}… ({} bytes)", &text[..end], text.len()))
+}

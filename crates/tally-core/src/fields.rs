@@ -178,7 +178,7 @@ impl Fields {
             None => Ok(()),
             Some((key, _)) => Err(ValidationError::new(
                 Cow::Owned(key.clone()),
-                format!("invalid {what} record: unexpected field {key:?}"),
+                format!("invalid {what} record: unexpected field {:?}", crate::shown(&key)),
             )),
         }
     }

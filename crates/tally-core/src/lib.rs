@@ -47,12 +47,13 @@ mod event;
 mod fields;
 pub mod interval;
 mod json_eq;
+mod json_text;
 mod record;
 mod span;
 mod text;
 
 pub use context::{ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance};
-pub use error::ValidationError;
+pub use error::{ValidationError, shown};
 pub use event::{
     ACTIVITY_INTERVALS_SCHEMA_VERSION, ActivityDomain, ActivityRef, ArtifactIdentity, BusyIntervals,
     CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION, Capabilities, ClockAlignment,
@@ -60,6 +61,7 @@ pub use event::{
     Request, Stage, TokenCounts,
 };
 pub use json_eq::python_json_eq;
+pub use json_text::{integer_negative_zeros, may_hold_negative_zero};
 pub use record::{parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;

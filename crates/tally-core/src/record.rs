@@ -88,7 +88,10 @@ pub fn parse_record_map(
         ));
     }
     let event_type = EventType::parse(&event_type).map_err(|_| {
-        ValidationError::new("event_type", format!("unsupported inference event_type: {event_type}"))
+        ValidationError::new(
+            "event_type",
+            format!("unsupported inference event_type: {}", crate::shown(&event_type)),
+        )
     })?;
     record.remove("schema_version");
     record.remove("event_type");

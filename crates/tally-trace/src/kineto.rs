@@ -166,7 +166,10 @@ fn read_member<R: Read>(
             Parsed::Value(raw, _) => match decimal::nanos_text(raw.get()) {
                 Ok(nanos) => header.base_ns = Some(nanos.value),
                 Err(error) => {
-                    return Err(KinetoError::Header(format!("baseTimeNanoseconds {} is {error}", raw.get())));
+                    return Err(KinetoError::Header(format!(
+                        "baseTimeNanoseconds {} is {error}",
+                        tally_core::shown(raw.get())
+                    )));
                 }
             },
             Parsed::Mismatch(message, _) => return Err(KinetoError::Header(message)),
@@ -326,7 +329,7 @@ fn add_event(collected: &mut Collected, spans: &SpanMatcher, event: &RawEvent<'_
 
 /// The event's start and end in ns, or a counted skip.
 fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str) -> Option<(u64, u64)> {
-    let example = |what: &str| format!("traceEvents[{index}] {name:?}: {what}");
+    let example = |what: &str| format!("traceEvents[{index}] {:?}: {what}", tally_core::shown(name));
     let Some(ts) = event.ts.filter(|raw| raw.get() != "null") else {
         collected.skip("missing ts", || example("no ts"));
         return None;
@@ -378,7 +381,9 @@ fn thread(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &st
     match (key(&event.pid), key(&event.tid)) {
         (Some(pid), Some(tid)) => Some((pid, tid)),
         _ => {
-            collected.skip("missing pid or tid", || format!("traceEvents[{index}] {name:?}: no pid or tid"));
+            collected.skip("missing pid or tid", || {
+                format!("traceEvents[{index}] {:?}: no pid or tid", tally_core::shown(name))
+            });
             None
         }
     }
