@@ -1,8 +1,29 @@
-//! Telling a trace from an artifact by content, not by file name.
+//! What an input is, decided by one documented rule for every command, and
+//! the input opened once: detection reads a buffered prefix and hands the
+//! same stream on, so anything `cat` can read works (FIFOs, `/dev/stdin`,
+//! process substitution), and nothing is opened twice.
+//!
+//! # The rule
+//!
+//! 1. A format given by the caller (`--input-format artifact|trace`) wins.
+//! 2. Else the name decides where it is unambiguous: `.jsonl` and
+//!    `.jsonl.gz` are artifacts; `.json`, `.json.gz` and `.sqlite` are
+//!    traces (any case).
+//! 3. Else the content decides: an SQLite database is an Nsight Systems
+//!    export; JSON (plain or gzip) is a Chrome trace when it is an object
+//!    with a `traceEvents` key (among the keys of its first
+//!    [`SNIFF_LIMIT`] bytes, before any `event_type` or `schema_version`,
+//!    which mark an artifact record) or an array whose first element is an
+//!    object with a `ph` key. Everything else is an artifact, and the
+//!    artifact reader judges it (so a JSON array, or 100,000 nested arrays,
+//!    is rejected as "record must be an object", not read as an empty trace).
+//!
+//! An Nsight export must be a regular file (SQLite reads by seeking); one
+//! arriving through a pipe is rejected with that reason.
 
 use std::fs::File;
-use std::io::{self, Read};
-use std::path::Path;
+use std::io::{self, Cursor, Read};
+use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
 
@@ -11,8 +32,8 @@ use crate::json_stream::{JsonStream, Parsed, StreamError};
 
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
-/// How far into a document the detection looks for `traceEvents`.
-const SNIFF_LIMIT: u64 = 16 << 20;
+/// How far into a document's (decompressed) text the content rule looks.
+pub const SNIFF_LIMIT: u64 = 16 << 20;
 
 /// The trace formats tally imports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,31 +57,166 @@ impl TraceFormat {
     }
 }
 
-/// The format an import reads `path` as: SQLite by its header, anything
-/// else as Chrome-trace JSON (gzip by its magic bytes), so that a damaged
-/// trace gets the JSON reader's error rather than "unknown format".
-pub(crate) fn import_format(path: &Path) -> Result<TraceFormat, TraceError> {
-    let magic = read_magic(path)?;
-    Ok(if magic.starts_with(SQLITE_MAGIC) {
-        TraceFormat::NsysSqlite
-    } else {
-        TraceFormat::KinetoJson { gzip: magic.starts_with(&GZIP_MAGIC) }
-    })
+tally_core::string_enum!(
+    /// What the caller says an input is, overriding the rule's name and
+    /// content steps.
+    InputKind, "input_format", "input format must be artifact or trace", {
+        /// A JSONL correlation artifact (plain or gzip).
+        Artifact = "artifact",
+        /// A profiler trace (Kineto JSON, plain or gzip, or Nsight SQLite).
+        Trace = "trace",
+    }
+);
+
+/// What an input turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputFormat {
+    /// A correlation artifact, for tally-artifact's readers.
+    Artifact,
+    /// A trace, for the import.
+    Trace(TraceFormat),
 }
 
-fn read_magic(path: &Path) -> Result<Vec<u8>, TraceError> {
+/// An input opened once, with its format decided: [`OpenedInput::reader`]
+/// yields the input from its first byte, the bytes detection read
+/// included.
+pub struct OpenedInput {
+    path: PathBuf,
+    format: InputFormat,
+    reader: Box<dyn Read + Send>,
+}
+
+impl std::fmt::Debug for OpenedInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenedInput").field("path", &self.path).field("format", &self.format).finish()
+    }
+}
+
+impl OpenedInput {
+    /// The path as given (`-` for standard input).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// What it is.
+    pub fn format(&self) -> InputFormat {
+        self.format
+    }
+
+    /// Whether it is a trace.
+    pub fn is_trace(&self) -> bool {
+        matches!(self.format, InputFormat::Trace(_))
+    }
+
+    /// The input's bytes from the first (compressed as they are stored).
+    pub fn into_reader(self) -> Box<dyn Read + Send> {
+        self.reader
+    }
+}
+
+/// Opens `path` (`-` for standard input) once and decides what it is by the
+/// module's rule; `forced` is the caller's say.
+pub fn open_input(path: &Path, forced: Option<InputKind>) -> Result<OpenedInput, TraceError> {
     let io = |error| TraceError::new(path, TraceErrorKind::Io(error));
-    let mut file = File::open(path).map_err(io)?;
-    let mut magic = Vec::with_capacity(16);
-    file.by_ref().take(16).read_to_end(&mut magic).map_err(io)?;
+    let mut source: Box<dyn Read + Send> =
+        if path.as_os_str() == "-" { Box::new(io::stdin()) } else { Box::new(File::open(path).map_err(io)?) };
+    let magic = read_magic(&mut source).map_err(io)?;
+    let gzip = magic.starts_with(&GZIP_MAGIC);
+    let sqlite = magic.starts_with(SQLITE_MAGIC);
+    let replay = |source: Box<dyn Read + Send>, prefix: Vec<u8>| -> Box<dyn Read + Send> {
+        Box::new(Cursor::new(prefix).chain(source))
+    };
+    let kind = match forced.or_else(|| kind_by_name(path)) {
+        Some(kind) => kind,
+        None if sqlite => InputKind::Trace,
+        None => {
+            // Read the prefix through a recorder, so the stream can be
+            // replayed whole however far detection looked.
+            let mut recorder = Recorder { inner: replay(source, magic), recorded: Vec::new() };
+            let chrome = if gzip {
+                let mut decoder = MultiGzDecoder::new(&mut recorder);
+                // A gzip stream that cannot be read is no trace; the
+                // artifact reader reports what is wrong with it.
+                looks_like_chrome_trace((&mut decoder).take(SNIFF_LIMIT)).unwrap_or(false)
+            } else {
+                looks_like_chrome_trace((&mut recorder).take(SNIFF_LIMIT)).map_err(io)?
+            };
+            let Recorder { inner, recorded } = recorder;
+            let format = if chrome {
+                InputFormat::Trace(TraceFormat::KinetoJson { gzip })
+            } else {
+                InputFormat::Artifact
+            };
+            return Ok(OpenedInput { path: path.to_path_buf(), format, reader: replay(inner, recorded) });
+        }
+    };
+    let format = match kind {
+        InputKind::Artifact => InputFormat::Artifact,
+        InputKind::Trace if sqlite => {
+            let regular =
+                path.as_os_str() != "-" && std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file());
+            if !regular {
+                return Err(TraceError::new(
+                    path,
+                    TraceErrorKind::NotNsysExport(
+                        "an Nsight Systems export must be a regular file: SQLite cannot read it from a pipe"
+                            .into(),
+                    ),
+                ));
+            }
+            InputFormat::Trace(TraceFormat::NsysSqlite)
+        }
+        // Anything else a trace is read as Chrome-trace JSON, so that a
+        // damaged trace gets the JSON reader's error.
+        InputKind::Trace => InputFormat::Trace(TraceFormat::KinetoJson { gzip }),
+    };
+    Ok(OpenedInput { path: path.to_path_buf(), format, reader: replay(source, magic) })
+}
+
+/// Step 2 of the rule: the name, where it is unambiguous.
+fn kind_by_name(path: &Path) -> Option<InputKind> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
+        Some(InputKind::Artifact)
+    } else if name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite") {
+        Some(InputKind::Trace)
+    } else {
+        None
+    }
+}
+
+/// Up to 16 bytes from the start, however the source hands them out.
+fn read_magic(source: &mut dyn Read) -> io::Result<Vec<u8>> {
+    let mut magic = vec![0u8; 16];
+    let mut filled = 0;
+    while filled < magic.len() {
+        match source.read(&mut magic[filled..]) {
+            Ok(0) => break,
+            Ok(count) => filled += count,
+            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
+            Err(error) => return Err(error),
+        }
+    }
+    magic.truncate(filled);
     Ok(magic)
 }
 
-/// Whether `path` holds a trace, and which kind, judged by its content: an
-/// SQLite database is taken for an Nsight export; JSON (plain or gzip) is a
-/// Chrome trace when it is an array or an object with a `traceEvents` key
-/// before any `event_type` key (which marks an artifact record). Anything
-/// else, including invalid JSON, is `None`: not recognisably a trace.
+/// A reader that keeps a copy of everything read through it.
+struct Recorder {
+    inner: Box<dyn Read + Send>,
+    recorded: Vec<u8>,
+}
+
+impl Read for Recorder {
+    fn read(&mut self, buffer: &mut [u8]) -> io::Result<usize> {
+        let count = self.inner.read(buffer)?;
+        self.recorded.extend_from_slice(&buffer[..count]);
+        Ok(count)
+    }
+}
+
+/// Whether `path` holds a trace, and which kind, by the module's rule (no
+/// format forced). `None` for an artifact.
 ///
 /// ```no_run
 /// use tally_trace::{detect_format, TraceFormat};
@@ -68,58 +224,66 @@ fn read_magic(path: &Path) -> Result<Vec<u8>, TraceError> {
 /// assert_eq!(format, Some(TraceFormat::KinetoJson { gzip: true }));
 /// ```
 pub fn detect_format(path: &Path) -> Result<Option<TraceFormat>, TraceError> {
-    let magic = read_magic(path)?;
-    if magic.starts_with(SQLITE_MAGIC) {
-        return Ok(Some(TraceFormat::NsysSqlite));
-    }
-    let io = |error| TraceError::new(path, TraceErrorKind::Io(error));
-    let file = File::open(path).map_err(io)?;
-    let gzip = magic.starts_with(&GZIP_MAGIC);
-    let source: Box<dyn Read> = if gzip { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-    match looks_like_chrome_trace(source.take(SNIFF_LIMIT)) {
-        Ok(true) => Ok(Some(TraceFormat::KinetoJson { gzip })),
-        Ok(false) => Ok(None),
-        // A gzip stream that cannot be read is not recognisably anything.
-        Err(_) if gzip => Ok(None),
-        Err(error) => Err(io(error)),
-    }
+    Ok(match open_input(path, None)?.format {
+        InputFormat::Trace(format) => Some(format),
+        InputFormat::Artifact => None,
+    })
 }
 
+/// Step 3 of the rule for JSON text.
 fn looks_like_chrome_trace(source: impl Read) -> io::Result<bool> {
     let mut stream = JsonStream::new(source);
     let outcome = (|| -> Result<bool, StreamError> {
         match stream.peek()? {
-            Some(b'[') => return Ok(true),
+            Some(b'[') => {
+                stream.advance();
+                if stream.peek()? != Some(b'{') {
+                    return Ok(false);
+                }
+                stream.advance();
+                return first_keys_hold(&mut stream, |key| (key == "ph").then_some(true));
+            }
             Some(b'{') => stream.advance(),
             _ => return Ok(false),
         }
-        loop {
-            if stream.peek()? != Some(b'"') {
-                return Ok(false);
-            }
-            let key = match stream.owned::<String>()? {
-                Parsed::Value(key, _) => key,
-                Parsed::Mismatch(..) => return Ok(false),
-            };
-            match key.as_str() {
-                "traceEvents" => return Ok(true),
-                "event_type" | "schema_version" => return Ok(false),
-                _ => {}
-            }
-            if stream.peek()? != Some(b':') {
-                return Ok(false);
-            }
-            stream.advance();
-            stream.skip()?;
-            if stream.peek()? != Some(b',') {
-                return Ok(false);
-            }
-            stream.advance();
-        }
+        first_keys_hold(&mut stream, |key| match key {
+            "traceEvents" => Some(true),
+            "event_type" | "schema_version" => Some(false),
+            _ => None,
+        })
     })();
     match outcome {
         Ok(found) => Ok(found),
         Err(StreamError::Io(error)) => Err(error),
-        Err(StreamError::Syntax { .. } | StreamError::Eof { .. }) => Ok(false),
+        Err(StreamError::Syntax { .. } | StreamError::Eof { .. } | StreamError::TooLarge { .. }) => Ok(false),
+    }
+}
+
+/// Walks the keys of the object just opened, skipping values, until
+/// `decide` says something about a key; `false` at the object's end.
+fn first_keys_hold<R: Read>(
+    stream: &mut JsonStream<R>,
+    decide: impl Fn(&str) -> Option<bool>,
+) -> Result<bool, StreamError> {
+    loop {
+        if stream.peek()? != Some(b'"') {
+            return Ok(false);
+        }
+        let key = match stream.owned::<String>()? {
+            Parsed::Value(key, _) => key,
+            Parsed::Mismatch(..) => return Ok(false),
+        };
+        if let Some(answer) = decide(&key) {
+            return Ok(answer);
+        }
+        if stream.peek()? != Some(b':') {
+            return Ok(false);
+        }
+        stream.advance();
+        stream.skip()?;
+        if stream.peek()? != Some(b',') {
+            return Ok(false);
+        }
+        stream.advance();
     }
 }

@@ -70,6 +70,15 @@ pub enum TraceErrorKind {
     /// A value of the trace header is unusable (e.g. `baseTimeNanoseconds`).
     #[error("{0}")]
     Header(String),
+    /// A single JSON value (an event, a header value) is longer than
+    /// [`crate::ImportOptions::max_event_bytes`].
+    #[error("the JSON value at byte {offset} is longer than the event limit of {limit} bytes")]
+    ValueTooLarge {
+        /// Byte offset of the value's start in the (decompressed) text.
+        offset: u64,
+        /// The limit.
+        limit: usize,
+    },
     /// A timestamp plus the trace's base time passes `u64::MAX` nanoseconds.
     #[error("timestamp {relative_ns} ns plus base time {base_ns} ns is beyond 2^64 ns")]
     TimestampOutOfRange {

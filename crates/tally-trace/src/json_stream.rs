@@ -24,6 +24,8 @@ pub(crate) enum StreamError {
     Syntax { offset: u64, message: String },
     /// The document ended inside a value or before one.
     Eof { offset: u64 },
+    /// A value is longer than the stream's limit (its first byte's offset).
+    TooLarge { offset: u64, limit: usize },
 }
 
 /// The outcome of parsing one value with [`JsonStream::value`].
@@ -49,7 +51,14 @@ pub(crate) struct JsonStream<R> {
     chunk: usize,
     /// What `chunk` returns to once a value fits.
     base_chunk: usize,
+    /// The longest value held to parse it; one past it is an error, so
+    /// memory stays within about twice the limit whatever the document.
+    max_value: usize,
 }
+
+/// The longest single value (an event, a header value) a stream holds by
+/// default: 64 MiB. A Kineto event is a few hundred bytes.
+pub(crate) const DEFAULT_MAX_VALUE: usize = 64 << 20;
 
 fn is_whitespace(byte: u8) -> bool {
     matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
@@ -64,7 +73,23 @@ impl<R: Read> JsonStream<R> {
     /// cut values everywhere.
     pub(crate) fn with_chunk(source: R, chunk: usize) -> Self {
         let chunk = chunk.max(1);
-        Self { source, buffer: Vec::new(), start: 0, end: 0, base: 0, eof: false, chunk, base_chunk: chunk }
+        Self {
+            source,
+            buffer: Vec::new(),
+            start: 0,
+            end: 0,
+            base: 0,
+            eof: false,
+            chunk,
+            base_chunk: chunk,
+            max_value: DEFAULT_MAX_VALUE,
+        }
+    }
+
+    /// The longest value this stream will hold.
+    pub(crate) fn with_max_value(mut self, max_value: usize) -> Self {
+        self.max_value = max_value.max(1);
+        self
     }
 
     /// Absolute offset of the next unconsumed byte.
@@ -161,6 +186,9 @@ impl<R: Read> JsonStream<R> {
                 Err(error) if error.is_eof() => {
                     if self.eof {
                         return Err(StreamError::Eof { offset: self.base + self.end as u64 });
+                    }
+                    if self.end - self.start > self.max_value {
+                        return Err(StreamError::TooLarge { offset: self.offset(), limit: self.max_value });
                     }
                     // Grow so that a huge value is re-parsed a logarithmic
                     // number of times, not once per chunk.

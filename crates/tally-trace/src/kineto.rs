@@ -66,8 +66,9 @@ pub(crate) fn read_kineto<R: Read>(
     source: R,
     collected: &mut Collected,
     spans: &SpanMatcher,
+    max_event_bytes: usize,
 ) -> Result<KinetoHeader, KinetoError> {
-    read_stream(JsonStream::new(source), collected, spans)
+    read_stream(JsonStream::new(source).with_max_value(max_event_bytes), collected, spans)
 }
 
 fn read_stream<R: Read>(
@@ -90,11 +91,13 @@ fn read_stream<R: Read>(
         Some(_) => return Err(KinetoError::NotTrace("the document is not a JSON object".into())),
         None => return Err(KinetoError::NotTrace("the file is empty".into())),
     }
-    if stream.peek()?.is_some() {
-        return Err(stream.syntax("data after the end of the trace").into());
-    }
+    // A document without events is no trace, whatever follows it (an
+    // artifact's first line, say): that is the more useful thing to say.
     if !header.saw_events {
         return Err(KinetoError::NotTrace("no traceEvents array".into()));
+    }
+    if stream.peek()?.is_some() {
+        return Err(stream.syntax("data after the end of the trace").into());
     }
     Ok(header)
 }
@@ -573,7 +576,8 @@ mod tests {
     fn read(text: &str) -> Result<(KinetoHeader, Collected), KinetoError> {
         let mut collected = Collected::default();
         let matcher = SpanMatcher::new(crate::ranges::default_pattern());
-        let header = read_kineto(text.as_bytes(), &mut collected, &matcher)?;
+        let header =
+            read_kineto(text.as_bytes(), &mut collected, &matcher, crate::json_stream::DEFAULT_MAX_VALUE)?;
         Ok((header, collected))
     }
 
@@ -673,7 +677,7 @@ mod tests {
     "));
             let matcher = SpanMatcher::new(crate::ranges::default_pattern());
             let mut whole = Collected::default();
-            let header = read_kineto(text.as_bytes(), &mut whole, &matcher).unwrap();
+            let header = read_kineto(text.as_bytes(), &mut whole, &matcher, crate::json_stream::DEFAULT_MAX_VALUE).unwrap();
             let mut cut = Collected::default();
             let stream = JsonStream::with_chunk(crate::json_stream::Trickle(text.as_bytes()), chunk);
             let cut_header = read_stream(stream, &mut cut, &matcher).unwrap();

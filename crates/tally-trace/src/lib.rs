@@ -90,7 +90,6 @@ mod nsys;
 mod ranges;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fs::File;
 use std::io::Read;
 use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
@@ -112,7 +111,9 @@ use crate::kineto::{KinetoError, KinetoHeader};
 use crate::ranges::SpanMatcher;
 
 pub use crate::chrome::{ExportSummary, write_chrome_trace};
-pub use crate::detect::{TraceFormat, detect_format};
+pub use crate::detect::{
+    InputFormat, InputKind, OpenedInput, SNIFF_LIMIT, TraceFormat, detect_format, open_input,
+};
 pub use crate::error::{SinkError, TraceError, TraceErrorKind};
 
 pub use crate::nsys::split_global_id;
@@ -319,7 +320,14 @@ pub struct ImportOptions {
     pub created_at_ns: u64,
     /// The importing host, for the clock domain of the import's own records.
     pub importer_host: Option<NonEmptyString>,
+    /// The longest single JSON value (an event, a header value) a Kineto
+    /// trace may hold ([`DEFAULT_MAX_EVENT_BYTES`]): past it the import
+    /// stops with [`TraceErrorKind::ValueTooLarge`], so memory stays bounded.
+    pub max_event_bytes: usize,
 }
+
+/// The default of [`ImportOptions::max_event_bytes`]: 64 MiB.
+pub const DEFAULT_MAX_EVENT_BYTES: usize = json_stream::DEFAULT_MAX_VALUE;
 
 impl ImportOptions {
     /// Defaults: ProfilerStep iterations, one record per launch, no
@@ -333,20 +341,25 @@ impl ImportOptions {
             device_uuids: DeviceUuids::default(),
             created_at_ns: 0,
             importer_host: None,
+            max_event_bytes: DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
 
 /// A run ID made from the traces' attachment IDs, so importing the same
-/// files twice gives the same run.
-pub fn default_run_id(paths: &[PathBuf]) -> Result<String, TraceError> {
+/// files twice gives the same run. Reads nothing: each input was opened,
+/// and its format decided, once.
+pub fn default_run_id(traces: &[&OpenedInput]) -> String {
     let mut hasher = Sha256::new();
-    for path in paths {
-        let format = detect::import_format(path)?;
-        hasher.update(trace_attachment_id(path, format.prefix()).as_bytes());
+    for input in traces {
+        let prefix = match input.format() {
+            InputFormat::Trace(format) => format.prefix(),
+            InputFormat::Artifact => "artifact",
+        };
+        hasher.update(trace_attachment_id(input.path(), prefix).as_bytes());
         hasher.update([0x1f]);
     }
-    Ok(format!("trace-import-{}", &hex(&hasher.finalize())[..12]))
+    format!("trace-import-{}", &hex(&hasher.finalize())[..12])
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -393,6 +406,20 @@ pub fn import_traces(
     options: &ImportOptions,
     sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
 ) -> Result<ImportSummary, TraceError> {
+    let inputs =
+        paths.iter().map(|path| open_input(path, Some(InputKind::Trace))).collect::<Result<Vec<_>, _>>()?;
+    import_inputs(inputs, options, sink)
+}
+
+/// [`import_traces`] of inputs already opened (by [`open_input`]), each read
+/// once from its stream: what a command that decided the formats itself
+/// uses. An input that is not a trace is an error.
+pub fn import_inputs(
+    inputs: Vec<OpenedInput>,
+    options: &ImportOptions,
+    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+) -> Result<ImportSummary, TraceError> {
+    let paths: Vec<PathBuf> = inputs.iter().map(|input| input.path().to_path_buf()).collect();
     let first = paths.first().map_or_else(PathBuf::new, Clone::clone);
     let model = |error: tally_core::ValidationError| TraceError::new(&first, TraceErrorKind::Model(error));
     let sink_error = |error: SinkError| TraceError::new(&first, TraceErrorKind::Sink(error));
@@ -411,8 +438,8 @@ pub fn import_traces(
     sink(identity).map_err(sink_error)?;
     summary.events += 1;
     let mut collected_capabilities: BTreeSet<&'static str> = BTreeSet::new();
-    for path in paths {
-        let outcome = import_file(path, paths, options, sink)?;
+    for input in inputs {
+        let outcome = import_file(input, &paths, options, sink)?;
         collected_capabilities.extend(outcome.collected);
         summary.events += outcome.events;
         summary.traces.push(outcome.summary);
@@ -481,13 +508,19 @@ fn import_context(options: &ImportOptions) -> Result<CorrelationContext, tally_c
 }
 
 fn import_file(
-    path: &Path,
+    input: OpenedInput,
     paths: &[PathBuf],
     options: &ImportOptions,
     sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
 ) -> Result<build::FileOutcome, TraceError> {
+    let path = &input.path().to_path_buf();
     let fail = |kind: TraceErrorKind| TraceError::new(path, kind);
-    let format = detect::import_format(path)?;
+    let format = match input.format() {
+        InputFormat::Trace(format) => format,
+        InputFormat::Artifact => {
+            return Err(fail(TraceErrorKind::NotChromeTrace("the input is an artifact, not a trace".into())));
+        }
+    };
     let attachment_id = trace_attachment_id(path, format.prefix());
     let file = FileIdentity {
         attachment_id: text(&attachment_id).map_err(|error| fail(error.into()))?,
@@ -503,21 +536,27 @@ fn import_file(
     let info = match format {
         TraceFormat::NsysSqlite => nsys::read_nsys(path, &mut collected, &matcher).map_err(fail)?,
         TraceFormat::KinetoJson { gzip } => {
-            let file = File::open(path).map_err(|error| fail(TraceErrorKind::Io(error)))?;
+            let file = input.into_reader();
             let source: Box<dyn Read> =
                 if gzip { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-            let header = kineto::read_kineto(source, &mut collected, &matcher).map_err(|error| {
-                fail(match error {
-                    KinetoError::Stream(StreamError::Io(error)) if gzip => TraceErrorKind::Gzip(error),
-                    KinetoError::Stream(StreamError::Io(error)) => TraceErrorKind::Io(error),
-                    KinetoError::Stream(StreamError::Syntax { offset, message }) => {
-                        TraceErrorKind::Json { offset, message }
-                    }
-                    KinetoError::Stream(StreamError::Eof { offset }) => TraceErrorKind::Truncated { offset },
-                    KinetoError::NotTrace(reason) => TraceErrorKind::NotChromeTrace(reason),
-                    KinetoError::Header(message) => TraceErrorKind::Header(message),
-                })
-            })?;
+            let header = kineto::read_kineto(source, &mut collected, &matcher, options.max_event_bytes)
+                .map_err(|error| {
+                    fail(match error {
+                        KinetoError::Stream(StreamError::Io(error)) if gzip => TraceErrorKind::Gzip(error),
+                        KinetoError::Stream(StreamError::Io(error)) => TraceErrorKind::Io(error),
+                        KinetoError::Stream(StreamError::Syntax { offset, message }) => {
+                            TraceErrorKind::Json { offset, message }
+                        }
+                        KinetoError::Stream(StreamError::Eof { offset }) => {
+                            TraceErrorKind::Truncated { offset }
+                        }
+                        KinetoError::Stream(StreamError::TooLarge { offset, limit }) => {
+                            TraceErrorKind::ValueTooLarge { offset, limit }
+                        }
+                        KinetoError::NotTrace(reason) => TraceErrorKind::NotChromeTrace(reason),
+                        KinetoError::Header(message) => TraceErrorKind::Header(message),
+                    })
+                })?;
             kineto_info(header, &collected)
         }
     };

@@ -5,7 +5,6 @@
 mod json;
 mod table;
 
-use std::fs::File;
 use std::io::{BufWriter, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,6 +12,7 @@ use std::process::ExitCode;
 use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
 use tally_gpu_time::account_gpu_time;
 use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
+use tally_trace::OpenedInput;
 
 use super::progress::Progress;
 
@@ -105,24 +105,41 @@ pub(crate) fn resolve_files(
             None => error.to_string(),
         }
     };
-    let traces = super::input::traces_among(files).map_err(|error| format!("{error:#}"))?;
-    for path in files {
-        if traces.contains(path) {
-            // Traces are imported together where the first of them stands;
-            // their "line" is the record's number.
-            if traces.first() == Some(path) {
-                let shown: Vec<String> = traces.iter().map(|path| path.display().to_string()).collect();
+    // Traces are imported together where the first of them stands.
+    enum Step {
+        Artifact(OpenedInput),
+        Traces,
+    }
+    let mut traces: Vec<OpenedInput> = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
+    for input in super::input::open_inputs(files, trace.input_format)? {
+        if input.is_trace() {
+            if traces.is_empty() {
+                steps.push(Step::Traces);
+            }
+            traces.push(input);
+        } else {
+            steps.push(Step::Artifact(input));
+        }
+    }
+    for step in steps {
+        let input = match step {
+            Step::Traces => {
+                // Their "line" is the record's number.
+                let shown: Vec<String> =
+                    traces.iter().map(|input| input.path().display().to_string()).collect();
                 names.push(shown.join(" + "));
                 let file = names.len() - 1;
                 let mut number = 0;
-                super::input::for_each_trace_record(&traces, trace, |record| {
+                super::input::for_each_trace_record(std::mem::take(&mut traces), trace, |record| {
                     number += 1;
                     resolver.push(position(file, number), &record).map_err(|e| locate(&names, &e))
                 })?;
+                continue;
             }
-            continue;
-        }
-        let name = path.display().to_string();
+            Step::Artifact(input) => input,
+        };
+        let name = input.path().display().to_string();
         names.push(name.clone());
         let file = names.len() - 1;
         let mut rejected: Option<ResolveError> = None;
@@ -143,19 +160,14 @@ pub(crate) fn resolve_files(
                 let _ = spent.send(batch);
                 Ok(())
             };
-            if path.as_os_str() == "-" {
-                decode(std::io::stdin(), &name, limits, &Progress::silent(), &mut feed)
+            let progress = if input.path().as_os_str() == "-" {
+                Progress::silent()
             } else {
-                match File::open(path) {
-                    Ok(file) => {
-                        let progress = Progress::for_file(path, &file);
-                        let outcome = decode(progress.wrap(file), &name, limits, &progress, &mut feed);
-                        progress.finish();
-                        outcome
-                    }
-                    Err(error) => Err(ArtifactError::whole(&name, ErrorKind::Io, error.to_string())),
-                }
-            }
+                Progress::for_path(input.path())
+            };
+            let outcome = decode(progress.wrap(input.into_reader()), &name, limits, &progress, &mut feed);
+            progress.finish();
+            outcome
         });
         if let Some(error) = rejected {
             return Err(locate(&names, &error));

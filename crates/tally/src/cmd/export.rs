@@ -11,7 +11,7 @@ use anyhow::Context;
 use tally_artifact::{ReadOptions, read_batches};
 use tally_core::{CorrelationEvent, InferenceRecord};
 
-use super::input::{TraceArgs, is_trace};
+use super::input::TraceArgs;
 use super::output::{LimitArgs, artifact_message};
 
 /// Arguments of `tally export`.
@@ -35,14 +35,25 @@ pub struct Args {
 /// evidence that cannot be resolved would show a run that does not exist.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let name = args.input.display().to_string();
-    let (events, lines): (Vec<CorrelationEvent>, Vec<u64>) = if is_trace(&args.input)? {
-        let options = args.trace.options(std::slice::from_ref(&args.input))?;
-        let events = tally_trace::import_traces_to_vec(std::slice::from_ref(&args.input), &options)?.0;
+    let input = match tally_trace::open_input(&args.input, args.trace.input_format) {
+        Ok(input) => input,
+        Err(error) => {
+            eprintln!("{error}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let (events, lines): (Vec<CorrelationEvent>, Vec<u64>) = if input.is_trace() {
+        let options = args.trace.options(&[&input])?;
+        let mut events = Vec::new();
+        tally_trace::import_inputs(vec![input], &options, &mut |event| {
+            events.push(event);
+            Ok(())
+        })?;
         // An imported trace's "line" is the record's number.
         let lines = (1..=events.len() as u64).collect();
         (events, lines)
     } else {
-        match read_events(&args.input, &name, &args.limits) {
+        match read_events(input, &name, &args.limits) {
             Ok(read) => read,
             Err(error) => {
                 eprintln!("{}", artifact_message(&error));
@@ -70,20 +81,13 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 /// The correlation events of an artifact with their lines (legacy v1
 /// records take no part in a timeline, nor in resolution).
 fn read_events(
-    path: &Path,
+    input: tally_trace::OpenedInput,
     name: &str,
     limits: &LimitArgs,
 ) -> Result<(Vec<CorrelationEvent>, Vec<u64>), tally_artifact::ArtifactError> {
     let options = ReadOptions { max_record_bytes: limits.max_record_bytes, ..ReadOptions::default() };
-    let reader: Box<dyn std::io::Read + Send> = if path.as_os_str() == "-" {
-        Box::new(std::io::stdin())
-    } else {
-        Box::new(fs::File::open(path).map_err(|error| {
-            tally_artifact::ArtifactError::whole(name, tally_artifact::ErrorKind::Io, error.to_string())
-        })?)
-    };
     let (mut events, mut lines) = (Vec::new(), Vec::new());
-    read_batches(reader, name, &options, |batch| {
+    read_batches(input.into_reader(), name, &options, |batch| {
         for (line, record) in batch.lines.into_iter().zip(batch.records) {
             if let InferenceRecord::Event(event) = record {
                 events.push(event);

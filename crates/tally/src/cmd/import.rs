@@ -46,7 +46,13 @@ pub struct Args {
 
 /// Runs the command: exit 0 with a summary per trace on stderr.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let options = args.trace.options(&args.traces)?;
+    // Everything given here is a trace; each is opened once.
+    let inputs = args
+        .traces
+        .iter()
+        .map(|path| tally_trace::open_input(path, Some(tally_trace::InputKind::Trace)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = args.trace.options(&inputs.iter().collect::<Vec<_>>())?;
     let form = match args.format {
         Schema::V2 => Form::Embedded,
         Schema::V4 => Form::Compact,
@@ -55,7 +61,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let summary = match &args.output {
         Some(output) => {
             let mut writer = ArtifactWriter::create(output, form)?;
-            let summary = tally_trace::import_traces(&args.traces, &options, &mut |event| {
+            let summary = tally_trace::import_inputs(inputs, &options, &mut |event| {
                 writer.write(&InferenceRecord::Event(event)).map_err(Into::into)
             })?;
             writer.finish()?;
@@ -63,7 +69,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             summary
         }
         None => {
-            let summary = tally_trace::import_traces(&args.traces, &options, &mut |_| Ok(()))?;
+            let summary = tally_trace::import_inputs(inputs, &options, &mut |_| Ok(()))?;
             let _ = writeln!(text, "{} records built (dry run: none written)", summary.events);
             summary
         }

@@ -1,37 +1,31 @@
-//! What an input file is, judged by its content: a profiler trace (Kineto
-//! Chrome-trace JSON, plain or gzip, or an Nsight Systems SQLite export) or
-//! an artifact. Commands that take either (`account`, `export`) ask here.
+//! What an input is and how it is opened: every command that takes an
+//! artifact or a trace opens each input once through
+//! `tally_trace::open_input`, whose one rule (name where unambiguous, then
+//! content; `--input-format` to force) decides, and then reads the same
+//! stream, so pipes and `/dev/stdin` work.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use regex::Regex;
 use tally_core::{InferenceRecord, NonEmptyString};
-use tally_trace::{Detail, DeviceUuidAssignment, DeviceUuidError, DeviceUuids, ImportOptions};
+use tally_trace::{
+    Detail, DeviceUuidAssignment, DeviceUuidError, DeviceUuids, ImportOptions, InputKind, OpenedInput,
+    open_input,
+};
 
-/// Whether `path` is a trace to import rather than an artifact to read.
-/// Standard input (`-`) is always an artifact.
-pub fn is_trace(path: &Path) -> anyhow::Result<bool> {
-    if path.as_os_str() == "-" {
-        return Ok(false);
-    }
-    Ok(tally_trace::detect_format(path)?.is_some())
+/// Opens each of `files` once and decides what it is (see the module docs).
+pub fn open_inputs(files: &[PathBuf], forced: Option<InputKind>) -> Result<Vec<OpenedInput>, String> {
+    files.iter().map(|path| open_input(path, forced).map_err(|error| error.to_string())).collect()
 }
 
-/// The traces among `files`, in order.
-pub fn traces_among(files: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
-    let mut traces = Vec::new();
-    for path in files {
-        if is_trace(path)? {
-            traces.push(path.clone());
-        }
-    }
-    Ok(traces)
+fn parse_input_kind(text: &str) -> Result<InputKind, String> {
+    InputKind::parse(text).map_err(|error| error.to_string())
 }
 
 /// How traces are imported, as the command line says.
-#[derive(Debug, Clone, Default, clap::Args)]
+#[derive(Debug, Clone, clap::Args)]
 pub struct TraceArgs {
     /// Host ranges whose name matches this regular expression are
     /// iterations (PyTorch annotations, NVTX ranges); by default
@@ -49,28 +43,55 @@ pub struct TraceArgs {
     /// The run ID; by default one derived from the traces' paths.
     #[arg(long)]
     pub run_id: Option<String>,
+    /// What every input is, instead of the rule: `artifact` or `trace`. By
+    /// default the name decides where it is unambiguous (`.jsonl[.gz]`
+    /// artifact; `.json[.gz]`, `.sqlite` trace), else the content (SQLite, or
+    /// JSON with `traceEvents` or an array of events with `ph`, is a trace;
+    /// anything else an artifact).
+    #[arg(long, value_name = "KIND", value_parser = parse_input_kind)]
+    pub input_format: Option<InputKind>,
+    /// The longest single JSON value (an event) of a Kineto trace, in bytes
+    /// (suffixes K, M, G): a trace past it is rejected instead of read into
+    /// memory.
+    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::output::parse_size)]
+    pub max_event_bytes: usize,
+}
+
+impl Default for TraceArgs {
+    fn default() -> Self {
+        Self {
+            iteration_pattern: None,
+            device_uuids: Vec::new(),
+            per_kernel: false,
+            run_id: None,
+            input_format: None,
+            max_event_bytes: tally_trace::DEFAULT_MAX_EVENT_BYTES,
+        }
+    }
 }
 
 impl TraceArgs {
     /// Import options for `traces`.
-    pub fn options(&self, traces: &[PathBuf]) -> anyhow::Result<ImportOptions> {
+    pub fn options(&self, traces: &[&OpenedInput]) -> anyhow::Result<ImportOptions> {
         let run_id = match &self.run_id {
             Some(run_id) => run_id.clone(),
-            None => tally_trace::default_run_id(traces)?,
+            None => tally_trace::default_run_id(traces),
         };
+        let paths: Vec<PathBuf> = traces.iter().map(|input| input.path().to_path_buf()).collect();
         let run_id = NonEmptyString::new(run_id).context("--run-id")?;
         let mut options = ImportOptions::new(run_id.clone(), run_id);
         if let Some(pattern) = &self.iteration_pattern {
             options.iteration_pattern = Regex::new(pattern).context("--iteration-pattern")?;
         }
         let uuids = DeviceUuids::new(self.device_uuids.iter().cloned()).map_err(device_uuid_error)?;
-        uuids.check_traces(traces).map_err(device_uuid_error)?;
+        uuids.check_traces(&paths).map_err(device_uuid_error)?;
         options.device_uuids = uuids;
         options.detail = if self.per_kernel { Detail::Kernel } else { Detail::Launch };
         options.created_at_ns = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
         options.importer_host = host_name();
+        options.max_event_bytes = self.max_event_bytes;
         Ok(options)
     }
 }
@@ -107,13 +128,13 @@ fn device_uuid_error(error: DeviceUuidError) -> anyhow::Error {
 /// as it is built, so none is kept; `each`'s error stops the import and is
 /// returned as it was.
 pub fn for_each_trace_record(
-    traces: &[PathBuf],
+    traces: Vec<OpenedInput>,
     args: &TraceArgs,
     mut each: impl FnMut(InferenceRecord) -> Result<(), String>,
 ) -> Result<(), String> {
-    let options = args.options(traces).map_err(|error| format!("{error:#}"))?;
+    let options = args.options(&traces.iter().collect::<Vec<_>>()).map_err(|error| format!("{error:#}"))?;
     let mut refused: Option<String> = None;
-    let outcome = tally_trace::import_traces(traces, &options, &mut |event| {
+    let outcome = tally_trace::import_inputs(traces, &options, &mut |event| {
         each(InferenceRecord::Event(event)).map_err(|message| {
             refused = Some(message.clone());
             message.into()

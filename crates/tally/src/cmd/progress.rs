@@ -36,7 +36,20 @@ impl Progress {
     /// A bar for `path` when stderr is a terminal and the file is large;
     /// otherwise a silent one.
     pub fn for_file(path: &Path, file: &File) -> Self {
-        let size = file.metadata().map(|metadata| metadata.len()).unwrap_or(0);
+        Self::for_size(path, file.metadata().map(|metadata| metadata.len()).unwrap_or(0))
+    }
+
+    /// A bar for an input opened elsewhere: `path`'s size when it is a
+    /// regular file (a pipe has none, and gets no bar).
+    pub fn for_path(path: &Path) -> Self {
+        let size = std::fs::metadata(path)
+            .ok()
+            .filter(std::fs::Metadata::is_file)
+            .map_or(0, |metadata| metadata.len());
+        Self::for_size(path, size)
+    }
+
+    fn for_size(path: &Path, size: u64) -> Self {
         let bar = (std::io::stderr().is_terminal() && size >= LARGE).then(|| {
             let bar = ProgressBar::new(size);
             if let Ok(style) =
