@@ -68,7 +68,10 @@ fn requests_print_what_vertebrae_computed() {
                 assert_eq!(output.status.code(), Some(1), "{name}");
                 assert!(output.stdout.is_empty(), "{name}: nothing on stdout");
                 let message = error["message"].as_str().expect("message");
-                assert!(text(&output.stderr).contains(message), "{name}: {}", text(&output.stderr));
+                let stderr = text(&output.stderr);
+                assert!(stderr.contains(message), "{name}: {stderr}");
+                // Every error names the file it concerns.
+                assert!(stderr.contains(&path.display().to_string()), "{name}: {stderr}");
             }
         }
         checked += 1;

@@ -151,7 +151,15 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
                 }
                 _ => String::new(),
             };
-            eprintln!("tally aggregate: {error}{detail}");
+            // Name where the bad value came from: the request file, or the
+            // flags that describe the merged embeddings.
+            let origin = match (&args.request, &error) {
+                (Some(path), _) => format!("{}: ", path.display()),
+                (None, AggregateError::Embedding(_)) => "--merged-shape/--dtype/--sparse-nnz: ".to_owned(),
+                // The shards the detail names are the profile files given.
+                (None, _) => String::new(),
+            };
+            eprintln!("tally aggregate: {origin}{error}{detail}");
             return Ok(ExitCode::FAILURE);
         }
     };
