@@ -80,5 +80,6 @@ pub use read::{
     open_artifact, read_artifact, read_artifact_from, read_batches, read_mapped,
 };
 pub use write::{
-    ArtifactEncoder, ArtifactWriter, EncodeError, Form, context_id, encode_artifact, write_artifact,
+    ArtifactEncoder, ArtifactWriter, AtomicFile, EncodeError, Form, context_id, encode_artifact,
+    write_artifact,
 };

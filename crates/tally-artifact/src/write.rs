@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -192,14 +192,103 @@ pub fn write_artifact(path: &Path, records: &[InferenceRecord], form: Form) -> R
 
 static TEMPORARY_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// A file written beside its target (`.NAME.PID-TIME-N.tmp`) and moved
+/// into place only when [`AtomicFile::commit`] succeeds: a failure, a
+/// crash or an interruption never leaves half a file at the target, and a
+/// pre-existing target stays as it was. Dropping it uncommitted removes the
+/// temporary file; creating one removes the temporaries of the same target
+/// that a process no longer running left behind (killed before it could
+/// clean up). Every tally command that writes a file writes it this way.
+///
+/// ```
+/// use std::io::Write;
+/// let dir = tempfile::tempdir()?;
+/// let target = dir.path().join("out.json");
+/// let mut file = tally_artifact::AtomicFile::create(&target)?;
+/// file.write_all(b"{}")?;
+/// assert!(!target.exists());
+/// file.commit()?;
+/// assert_eq!(std::fs::read(&target)?, b"{}");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct AtomicFile {
+    file: Option<BufWriter<File>>,
+    temporary: PathBuf,
+    target: PathBuf,
+}
+
+impl AtomicFile {
+    /// Starts writing `target`.
+    pub fn create(target: &Path) -> io::Result<Self> {
+        remove_stale_temporaries(target);
+        let (file, temporary) = create_temporary(target)?;
+        Ok(Self {
+            file: Some(BufWriter::with_capacity(1 << 20, file)),
+            temporary,
+            target: target.to_path_buf(),
+        })
+    }
+
+    /// Where the text goes until it is committed (for a caller that must
+    /// remove it should the process be interrupted).
+    pub fn temporary_path(&self) -> &Path {
+        &self.temporary
+    }
+
+    /// Flushes, syncs and renames the file over its target.
+    pub fn commit(mut self) -> io::Result<()> {
+        let Some(file) = self.file.take() else { return Ok(()) };
+        let result = finish_file(file, &self.temporary, &self.target);
+        if result.is_err() {
+            let _ = fs::remove_file(&self.temporary);
+        }
+        result
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match self.file.as_mut() {
+            Some(file) => file.write(bytes),
+            None => Err(io::Error::other("the file was committed")),
+        }
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.file.as_mut() {
+            Some(file) => file.write_all(bytes),
+            None => Err(io::Error::other("the file was committed")),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.as_mut().map_or(Ok(()), Write::flush)
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.temporary);
+        }
+    }
+}
+
 enum Sink {
-    File { file: BufWriter<File>, temporary: PathBuf },
-    Stdout(BufWriter<io::Stdout>),
+    File(AtomicFile),
+    /// Standard output, spooled through an unnamed temporary file until
+    /// [`ArtifactWriter::finish`], so that a failure half-way writes
+    /// nothing to it (the artifact is as large as the disk allows, not the
+    /// memory).
+    Stdout(BufWriter<File>),
 }
 
 /// Writes an artifact record by record, atomically (see
-/// [`write_artifact`]). Dropping it without [`ArtifactWriter::finish`]
-/// removes the temporary file and leaves `path` as it was.
+/// [`write_artifact`] and [`AtomicFile`]). Dropping it without
+/// [`ArtifactWriter::finish`] removes the temporary file and leaves `path`
+/// as it was. For `-` the records are spooled and reach standard output
+/// only when `finish` is called: nothing, not half an artifact, is written
+/// there for an input that fails.
 pub struct ArtifactWriter {
     target: PathBuf,
     name: String,
@@ -214,11 +303,10 @@ impl ArtifactWriter {
     pub fn create(path: &Path, form: Form) -> Result<Self, ArtifactError> {
         let name = path.display().to_string();
         let sink = if path.as_os_str() == "-" {
-            Sink::Stdout(BufWriter::with_capacity(1 << 20, io::stdout()))
+            let spool = tempfile::tempfile().map_err(|error| ArtifactError::io(&name, &error))?;
+            Sink::Stdout(BufWriter::with_capacity(1 << 20, spool))
         } else {
-            let (file, temporary) =
-                create_temporary(path).map_err(|error| ArtifactError::io(&name, &error))?;
-            Sink::File { file: BufWriter::with_capacity(1 << 20, file), temporary }
+            Sink::File(AtomicFile::create(path).map_err(|error| ArtifactError::io(&name, &error))?)
         };
         Ok(Self {
             target: path.to_path_buf(),
@@ -228,6 +316,20 @@ impl ArtifactWriter {
             buffer: Vec::with_capacity(4096),
             records: 0,
         })
+    }
+
+    /// The temporary file the records go to until [`ArtifactWriter::finish`]
+    /// (`None` for standard output).
+    pub fn temporary_path(&self) -> Option<&Path> {
+        match &self.sink {
+            Some(Sink::File(file)) => Some(file.temporary_path()),
+            _ => None,
+        }
+    }
+
+    /// The target.
+    pub fn target(&self) -> &Path {
+        &self.target
     }
 
     /// Appends one record.
@@ -242,7 +344,7 @@ impl ArtifactWriter {
             ));
         }
         let result = match self.sink.as_mut() {
-            Some(Sink::File { file, .. }) => file.write_all(&self.buffer),
+            Some(Sink::File(file)) => file.write_all(&self.buffer),
             Some(Sink::Stdout(out)) => out.write_all(&self.buffer),
             None => Ok(()),
         };
@@ -255,22 +357,42 @@ impl ArtifactWriter {
         let io_error = |error: io::Error| ArtifactError::io(&name, &error);
         match self.sink.take() {
             None => Ok(()),
-            Some(Sink::Stdout(mut out)) => out.flush().map_err(io_error),
-            Some(Sink::File { file, temporary }) => {
-                let result = finish_file(file, &temporary, &self.target);
-                if result.is_err() {
-                    let _ = fs::remove_file(&temporary);
-                }
-                result.map_err(io_error)
+            Some(Sink::Stdout(spool)) => {
+                let mut spool = spool.into_inner().map_err(|error| io_error(error.into_error()))?;
+                spool.seek(io::SeekFrom::Start(0)).map_err(io_error)?;
+                let mut out = io::stdout().lock();
+                io::copy(&mut spool, &mut out).map_err(io_error)?;
+                out.flush().map_err(io_error)
             }
+            Some(Sink::File(file)) => file.commit().map_err(io_error),
         }
     }
 }
 
-impl Drop for ArtifactWriter {
-    fn drop(&mut self) {
-        if let Some(Sink::File { temporary, .. }) = self.sink.take() {
-            let _ = fs::remove_file(temporary);
+/// The temporaries of `target` (`.NAME.PID-…tmp`) whose process is gone:
+/// left by a writer killed before it could remove them. Only Linux can tell
+/// a live process (`/proc/PID`); elsewhere nothing is removed.
+fn remove_stale_temporaries(target: &Path) {
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let directory = match target.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base = target.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+    let prefix = format!(".{base}.");
+    let Ok(entries) = fs::read_dir(&directory) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&prefix).filter(|rest| rest.ends_with(".tmp")) else { continue };
+        let Some(pid) = rest.split('-').next().and_then(|pid| pid.parse::<u32>().ok()) else { continue };
+        // Only our own naming, with all three parts, counts as ours.
+        if rest.split('-').count() != 3 || pid == std::process::id() {
+            continue;
+        }
+        if !Path::new("/proc").join(pid.to_string()).exists() {
+            let _ = fs::remove_file(entry.path());
         }
     }
 }

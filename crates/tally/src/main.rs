@@ -53,6 +53,7 @@ enum Command {
 fn main() -> ExitCode {
     // Usage errors exit 2 from here (clap's default).
     let cli = Cli::parse();
+    cmd::interrupt::install();
     let outcome = match cli.command {
         Command::Validate(args) => cmd::validate::run(&args),
         Command::Account(args) => cmd::account::run(&args),

@@ -204,3 +204,85 @@ fn an_nsight_export_through_a_pipe_is_refused_with_the_reason() {
     assert_eq!(output.status.code(), Some(1), "{message}");
     assert!(message.contains("must be a regular file"), "{message}");
 }
+
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".tmp"))
+        .collect()
+}
+
+#[test]
+fn an_interrupted_import_leaves_no_temporary_file_and_the_old_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("run.jsonl");
+    std::fs::write(&output, b"the previous artifact\n").unwrap();
+    // A trace that arrives slowly: its first bytes, then nothing until the
+    // test has interrupted the import.
+    let fifo = dir.path().join("slow.json");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let writer_path = fifo.clone();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        let mut writer = std::fs::OpenOptions::new().write(true).open(&writer_path).unwrap();
+        let _ = writer.write_all(b"{\"traceEvents\": [");
+        let _ = writer.flush();
+        let _ = released.recv_timeout(Duration::from_secs(60));
+    });
+    let child = tally()
+        .arg("import")
+        .arg(&fifo)
+        .arg("-o")
+        .arg(&output)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while temporaries(dir.path()).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the import never started writing");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+    let outcome = finish(child, Duration::from_secs(30));
+    drop(release);
+    assert_eq!(outcome.status.code(), Some(130), "{}", String::from_utf8_lossy(&outcome.stderr));
+    assert_eq!(temporaries(dir.path()), Vec::<String>::new(), "the temporary file is gone");
+    assert_eq!(std::fs::read(&output).unwrap(), b"the previous artifact\n", "the old output is intact");
+}
+
+#[test]
+fn stale_temporary_files_of_the_target_are_removed_by_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = dir.path().join("run.jsonl");
+    // A process ID no live process has (beyond Linux's largest).
+    let stale = dir.path().join(".run.jsonl.999999999-17a-0.tmp");
+    std::fs::write(&stale, b"half an artifact").unwrap();
+    // Not ours: another target's, or a name we never make.
+    let others =
+        [dir.path().join(".other.jsonl.999999999-17a-0.tmp"), dir.path().join(".run.jsonl.notes.tmp")];
+    for other in &others {
+        std::fs::write(other, b"x").unwrap();
+    }
+    let outcome = run(tally().arg("import").arg(kineto()).arg("-o").arg(&output));
+    assert!(outcome.status.success(), "{}", String::from_utf8_lossy(&outcome.stderr));
+    assert!(!stale.exists(), "the stale temporary is removed");
+    assert!(others.iter().all(|other| other.exists()), "what is not ours stays");
+}
+
+#[test]
+fn import_to_stdout_writes_nothing_when_a_trace_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, b"{\"traceEvents\": [{\"ph\": \"X\", ").unwrap();
+    let outcome = run(tally().arg("import").arg(kineto()).arg(&broken).arg("-o").arg("-"));
+    assert_eq!(outcome.status.code(), Some(1), "{}", String::from_utf8_lossy(&outcome.stderr));
+    assert!(outcome.stdout.is_empty(), "{} bytes on stdout", outcome.stdout.len());
+    // The good trace alone streams out whole.
+    let outcome = run(tally().arg("import").arg(kineto()).arg("-o").arg("-"));
+    assert!(outcome.status.success());
+    assert!(outcome.stdout.ends_with(b"\n") && outcome.stdout.len() > 1000);
+}

@@ -2,13 +2,11 @@
 //! timeline (Perfetto, chrome://tracing) of an artifact or of a trace as
 //! tally imports it.
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use tally_artifact::{ReadOptions, read_batches};
+use tally_artifact::{AtomicFile, ReadOptions, read_batches};
 use tally_core::{CorrelationEvent, InferenceRecord};
 
 use super::input::TraceArgs;
@@ -103,25 +101,12 @@ fn read_events(
 /// complete, so a failure never leaves half a timeline.
 fn write_atomically<T>(
     target: &Path,
-    write: impl FnOnce(&mut fs::File) -> anyhow::Result<T>,
+    write: impl FnOnce(&mut AtomicFile) -> anyhow::Result<T>,
 ) -> anyhow::Result<T> {
-    let directory = target.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = target.file_name().context("the output has no file name")?.to_string_lossy();
-    let temporary = directory.join(format!(".{name}.{}.tmp", std::process::id()));
-    let outcome = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .with_context(|| format!("creating {}", temporary.display()))?;
-        let value = write(&mut file)?;
-        file.flush()?;
-        file.sync_all()?;
-        fs::rename(&temporary, target).with_context(|| format!("writing {}", target.display()))?;
-        Ok(value)
-    })();
-    if outcome.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    outcome
+    target.file_name().context("the output has no file name")?;
+    let mut file = AtomicFile::create(target).with_context(|| format!("creating {}", target.display()))?;
+    let _pending = super::interrupt::Pending::new(file.temporary_path());
+    let value = write(&mut file)?;
+    file.commit().with_context(|| format!("writing {}", target.display()))?;
+    Ok(value)
 }

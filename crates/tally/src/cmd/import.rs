@@ -61,6 +61,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let summary = match &args.output {
         Some(output) => {
             let mut writer = ArtifactWriter::create(output, form)?;
+            let _pending = writer.temporary_path().map(super::interrupt::Pending::new);
             let summary = tally_trace::import_inputs(inputs, &options, &mut |event| {
                 writer.write(&InferenceRecord::Event(event)).map_err(Into::into)
             })?;

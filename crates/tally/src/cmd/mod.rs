@@ -7,6 +7,7 @@ pub mod cuda_info;
 pub mod export;
 pub mod import;
 pub mod input;
+pub mod interrupt;
 pub mod output;
 pub mod profile;
 pub mod progress;

@@ -115,14 +115,14 @@ fn table(report: &Report, profile: &ResourceProfile) -> String {
 /// Writes `value` to `dir/name` atomically: a temporary file in `dir`, then
 /// a rename over the target.
 pub(crate) fn write_json_atomically(dir: &Path, name: &str, value: &Value) -> anyhow::Result<PathBuf> {
+    use std::io::Write as _;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let target = dir.join(name);
-    let temporary = dir.join(format!(".{name}.{}.tmp", std::process::id()));
     let text = serde_json::to_string_pretty(value)?;
-    std::fs::write(&temporary, text + "\n").with_context(|| format!("writing {}", temporary.display()))?;
-    if let Err(error) = std::fs::rename(&temporary, &target) {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(error).with_context(|| format!("renaming to {}", target.display()));
-    }
+    let mut file = tally_artifact::AtomicFile::create(&target)
+        .with_context(|| format!("creating {}", target.display()))?;
+    let _pending = crate::cmd::interrupt::Pending::new(file.temporary_path());
+    file.write_all((text + "\n").as_bytes()).with_context(|| format!("writing {}", target.display()))?;
+    file.commit().with_context(|| format!("writing {}", target.display()))?;
     Ok(target)
 }
