@@ -50,6 +50,7 @@
 //! Iteration rows and device totals come as sorted lists instead of dicts.
 
 mod account;
+mod model;
 mod report;
 mod shares;
 
@@ -57,5 +58,6 @@ pub use account::{
     DeviceClock, DeviceDetail, DeviceTotal, GpuTime, IterationTiming, RunAccounting, StreamBusy,
     account_gpu_time,
 };
+pub use model::{ShareModel, ShareModelError};
 pub use report::{AccountingReport, DeviceDetailRow, GpuTimeRow, IterationRow, StreamRow, UnresolvedRow};
 pub use shares::{RequestShareEstimate, ShareBudget, ShareError, validate_request_shares};

@@ -118,8 +118,20 @@ impl OpenedInput {
 /// module's rule; `forced` is the caller's say.
 pub fn open_input(path: &Path, forced: Option<InputKind>) -> Result<OpenedInput, TraceError> {
     let io = |error| TraceError::new(path, TraceErrorKind::Io(error));
-    let mut source: Box<dyn Read + Send> =
+    let source: Box<dyn Read + Send> =
         if path.as_os_str() == "-" { Box::new(io::stdin()) } else { Box::new(File::open(path).map_err(io)?) };
+    open_reader(path, source, forced)
+}
+
+/// [`open_input`] of a stream already open, named `path` (in errors, in
+/// the attachment ID, and for the name rule). An Nsight export needs a
+/// regular file at `path`.
+pub fn open_reader(
+    path: &Path,
+    mut source: Box<dyn Read + Send>,
+    forced: Option<InputKind>,
+) -> Result<OpenedInput, TraceError> {
+    let io = |error| TraceError::new(path, TraceErrorKind::Io(error));
     let magic = read_magic(&mut source).map_err(io)?;
     let gzip = magic.starts_with(&GZIP_MAGIC);
     let sqlite = magic.starts_with(SQLITE_MAGIC);

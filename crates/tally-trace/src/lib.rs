@@ -112,7 +112,7 @@ use crate::ranges::SpanMatcher;
 
 pub use crate::chrome::{ExportSummary, write_chrome_trace};
 pub use crate::detect::{
-    InputFormat, InputKind, OpenedInput, SNIFF_LIMIT, TraceFormat, detect_format, open_input,
+    InputFormat, InputKind, OpenedInput, SNIFF_LIMIT, TraceFormat, detect_format, open_input, open_reader,
 };
 pub use crate::error::{SinkError, TraceError, TraceErrorKind};
 
