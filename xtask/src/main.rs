@@ -7,10 +7,13 @@
 //! - `python`: only set up `.venv` and print its interpreter.
 //! - `boundaries`: only the tidy checks of docs/ARCHITECTURE.md's boundaries
 //!   (tests/tests/tidy.rs, which `cargo test` runs as well).
+//! - `fuzz [TARGET...] [--seconds N] [--jobs J]`: coverage-guided fuzzing of
+//!   every parser (fuzz/README.md).
 //! - `gpu-check [NAME...]`: the checks that need a GPU; each says it
 //!   skipped, and why, on a machine without one.
 
 mod bench;
+mod fuzz;
 mod gpu_check;
 mod python;
 mod test;
@@ -26,12 +29,13 @@ fn main() -> anyhow::Result<()> {
         "boundaries" => test::check_boundaries(),
         "bench" => bench::run(&rest),
         "gpu-check" => gpu_check::run(&rest),
+        "fuzz" => fuzz::run(&rest),
         "python" => {
             println!("{}", python::ensure_venv()?.display());
             Ok(())
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|python|gpu-check|boundaries> [args]");
+            eprintln!("usage: cargo xtask <test|bench|python|gpu-check|fuzz|boundaries> [args]");
             std::process::exit(2);
         }
     }
