@@ -12,9 +12,12 @@ use tally_artifact::{ArtifactReader, ReadOptions, RecordDecoder, read_batches};
 use tally_core::InferenceRecord;
 use tally_trace::{ImportOptions, InputKind, import_inputs, open_reader};
 
+/// One target's check of one input.
+pub type Check = fn(&[u8]);
+
 /// The fuzz targets, by name: what `cargo xtask fuzz` runs and the
 /// regression folders are named after.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Check)] = &[
     ("artifact_line", artifact_line),
     ("artifact_whole", artifact_whole),
     ("kineto", kineto),

@@ -236,7 +236,8 @@ fn catalogue() -> Vec<Case> {
         Valid,
     ));
     // Documents read whole.
-    let model_cases: Vec<(&str, Option<Vec<u8>>, &[&str], Option<&str>)> = vec![
+    type DocumentCase<'a> = (&'a str, Option<Vec<u8>>, &'a [&'a str], Option<&'a str>);
+    let model_cases: Vec<DocumentCase<'_>> = vec![
         (
             "model-dev-zero",
             None,
