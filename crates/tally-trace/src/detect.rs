@@ -77,7 +77,7 @@ pub enum InputFormat {
     Trace(TraceFormat),
 }
 
-/// An input opened once, with its format decided: [`OpenedInput::reader`]
+/// An input opened once, with its format decided: [`OpenedInput::into_reader`]
 /// yields the input from its first byte, the bytes detection read
 /// included.
 pub struct OpenedInput {
