@@ -211,6 +211,11 @@ pub(crate) fn decode(
     if *first != b'{' {
         return None;
     }
+    // An integer `-0` is 0 to Python but `-0.0` to serde: the exact path
+    // reads it as Python does (found by the artifact_line fuzz target).
+    if memchr::memmem::find_iter(line, b"-0").any(|at| tally_core::is_negative_zero_at(line, at)) {
+        return None;
+    }
     let mut scratch = std::mem::take(&mut interner.scratch);
     let result = match splice_known_context(line, interner, &mut scratch) {
         Some(context) => decode_text(&scratch, line_number, registry, interner, Some(context)),

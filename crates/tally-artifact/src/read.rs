@@ -389,6 +389,16 @@ fn read_windows<R: Read>(
                 Ok(count) => window.filled += count,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
                 Err(error) => {
+                    // The whole lines read before the failure come first: a
+                    // bad line among them is the first error in file order,
+                    // as a sequential reader finds it (found by the
+                    // artifact_whole fuzz target on a corrupt gzip).
+                    if let Some(cut) = complete_prefix(window.text()) {
+                        window.filled = cut;
+                        if sender.send(Ok((window, false))).is_err() {
+                            return;
+                        }
+                    }
                     let _ = sender.send(Err(error));
                     return;
                 }

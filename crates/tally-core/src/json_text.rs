@@ -43,7 +43,30 @@ pub fn integer_negative_zeros(text: &mut [u8]) -> usize {
 }
 
 /// Whether `text` may hold an integer `-0` at all: a cheap test before
-/// copying a line to rewrite it.
+/// copying a line to rewrite it. It may say yes for a `-0` inside a string
+/// (the rewrite then changes nothing); it never says no for a real one.
 pub fn may_hold_negative_zero(text: &[u8]) -> bool {
-    text.windows(2).any(|pair| pair == b"-0")
+    (0..text.len().saturating_sub(1)).any(|at| is_negative_zero_at(text, at))
+}
+
+/// Whether the `-` at `at` starts what would be an integer `-0` outside a
+/// string: `-0` after `:`, `[`, `,` or whitespace (or at the start), and
+/// before a byte that ends a number. A reader that finds `-0` with a fast
+/// substring search uses this to tell a dash in `"2024-06-01"` from a
+/// number.
+///
+/// ```
+/// assert!(tally_core::is_negative_zero_at(b"{\"a\": -0}", 6));
+/// assert!(!tally_core::is_negative_zero_at(b"\"2024-06-01\"", 5));
+/// assert!(!tally_core::is_negative_zero_at(b"[-0.5]", 1));
+/// ```
+pub fn is_negative_zero_at(text: &[u8], at: usize) -> bool {
+    if text.get(at) != Some(&b'-') || text.get(at + 1) != Some(&b'0') {
+        return false;
+    }
+    let after_ends_number =
+        !text.get(at + 2).is_some_and(|next| next.is_ascii_digit() || matches!(next, b'.' | b'e' | b'E'));
+    let before_starts_value =
+        at == 0 || matches!(text[at - 1], b':' | b'[' | b',' | b' ' | b'\t' | b'\r' | b'\n');
+    after_ends_number && before_starts_value
 }
