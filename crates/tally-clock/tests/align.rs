@@ -237,3 +237,78 @@ fn cheapest_path<'a>(
     }
     best
 }
+
+/// stormlog's own `alignment_offset_bounds` on the same records, when the
+/// reference Python is there: both ends of the bracket, not only what
+/// `align_timestamp` makes of them.
+#[test]
+fn offset_bounds_equal_stormlogs_on_every_kind_of_alignment() {
+    let python = match tally_testkit::reference_python(&["stormlog"]) {
+        Ok(python) => python,
+        Err(why) => return tally_testkit::skip(why),
+    };
+    let mut events = Vec::new();
+    let gaps = [
+        json!(40),
+        json!(0),
+        json!(-1),
+        json!(40.0),
+        json!(true),
+        json!(false),
+        Value::Null,
+        json!(7_000_000_000_000u64),
+    ];
+    for (index, gap) in gaps.iter().enumerate() {
+        for basis in [json!({}), json!({"alignment_basis": "x"})] {
+            for source in ["stormlog.infer.import_execution", "other"] {
+                let mut metadata = json!({"gap_ns": gap});
+                if let (Value::Object(map), Value::Object(more)) = (&mut metadata, basis.clone()) {
+                    map.extend(more);
+                }
+                let offset = 1_000 * index as i64 - 3_000;
+                events.push(alignment_with(
+                    source,
+                    "wall",
+                    &format!("mono-{}", events.len()),
+                    offset,
+                    index as u64 * 3,
+                    (None, None),
+                    metadata,
+                ));
+            }
+        }
+    }
+    // No gap at all.
+    events.push(alignment_with(
+        "stormlog.infer.import_execution",
+        "wall",
+        "mono-last",
+        5,
+        2,
+        (None, None),
+        json!({}),
+    ));
+    let artifact: String =
+        events.iter().map(|event| serde_json::to_string(event).expect("JSON") + "\n").collect();
+    const SCRIPT: &str = "import json, sys, tempfile\n\
+from stormlog.infer.correlation_events import load_inference_artifact, ClockAlignmentEvent\n\
+from stormlog.infer.correlation_accounting import alignment_offset_bounds\n\
+with tempfile.NamedTemporaryFile('w', suffix='.jsonl', delete=False) as f:\n    f.write(sys.stdin.read())\n\
+records = load_inference_artifact(f.name)\n\
+print(json.dumps({r.event_id: list(alignment_offset_bounds(r)) for r in records if isinstance(r, ClockAlignmentEvent)}))\n";
+    let output = tally_testkit::run_python(&python, SCRIPT, artifact.as_bytes());
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let theirs: serde_json::Map<String, Value> =
+        serde_json::from_slice(&output.stdout).expect("stormlog's bounds");
+    assert_eq!(theirs.len(), events.len());
+    for event in &events {
+        let (low, high) = alignment_offset_bounds(event).expect("an alignment");
+        let expected = &theirs[event.event_id().as_str()];
+        assert_eq!(
+            (expected[0].as_i64().map(i128::from), expected[1].as_i64().map(i128::from)),
+            (Some(low), Some(high)),
+            "{}",
+            event.event_id().as_str()
+        );
+    }
+}
