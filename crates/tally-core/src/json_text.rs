@@ -42,6 +42,24 @@ pub fn integer_negative_zeros(text: &mut [u8]) -> usize {
     count
 }
 
+/// `text` with each integer `-0` as Python reads it (see
+/// [`integer_negative_zeros`]): borrowed when it holds none, which is
+/// nearly always. Every reader of a JSON document parses what this gives.
+///
+/// ```
+/// assert_eq!(tally_core::pythonic_json_text(r#"{"n": -0}"#), r#"{"n":  0}"#);
+/// assert!(matches!(tally_core::pythonic_json_text("{}"), std::borrow::Cow::Borrowed(_)));
+/// ```
+pub fn pythonic_json_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if !may_hold_negative_zero(text.as_bytes()) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut bytes = text.as_bytes().to_vec();
+    integer_negative_zeros(&mut bytes);
+    // Only ASCII `-` bytes became spaces: still the same valid UTF-8.
+    std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned()))
+}
+
 /// Whether `text` may hold an integer `-0` at all: a cheap test before
 /// copying a line to rewrite it. It may say yes for a `-0` inside a string
 /// (the rewrite then changes nothing); it never says no for a real one.

@@ -61,7 +61,9 @@ pub use event::{
     Request, Stage, TokenCounts,
 };
 pub use json_eq::python_json_eq;
-pub use json_text::{integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero};
+pub use json_text::{
+    integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero, pythonic_json_text,
+};
 pub use record::{parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;

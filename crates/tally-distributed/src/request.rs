@@ -153,6 +153,8 @@ impl AggregateRequest {
     /// read again through [`AggregateRequest::from_json_value`], whose
     /// result and error messages are the reference.
     pub fn from_json_str(text: &str) -> Result<Self, RequestError> {
+        // Python reads `-0` as the integer 0.
+        let text = &*tally_core::pythonic_json_text(text);
         if text.trim_start().starts_with('{')
             && let Ok(fast) = serde_json::from_str::<FastRequest>(text)
             && let Ok(request) = fast.into_request()

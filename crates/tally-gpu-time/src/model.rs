@@ -57,7 +57,8 @@ pub struct ShareModelError(String);
 impl ShareModel {
     /// Reads a share model from its JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ShareModelError> {
-        read_model(text).map_err(ShareModelError)
+        // Python reads `-0` as the integer 0 (a share's `duration_ns: -0`).
+        read_model(&tally_core::pythonic_json_text(text)).map_err(ShareModelError)
     }
 }
 

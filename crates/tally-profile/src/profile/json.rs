@@ -22,7 +22,8 @@ pub fn profile_from_json_value<T: DeserializeOwned>(value: Value, what: &str) ->
 
 /// [`profile_from_json_value`] on JSON text.
 pub fn profile_from_json_str<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, ValidationError> {
-    let value: Value = serde_json::from_str(text).map_err(|error| load_error(error, what))?;
+    let text = tally_core::pythonic_json_text(text);
+    let value: Value = serde_json::from_str(&text).map_err(|error| load_error(error, what))?;
     profile_from_json_value(value, what)
 }
 

@@ -63,9 +63,6 @@ pub fn read_document_text(path: &Path, limit: usize) -> Result<String, String> {
         DocumentError::TooLarge { .. } => format!("{shown}: {error} (raise it with --max-document-bytes)"),
         DocumentError::Io(_) => format!("{shown}: {error}"),
     })?;
-    let mut bytes = bytes;
-    // Python reads `-0` as the integer 0 (a share's `duration_ns: -0`).
-    tally_core::integer_negative_zeros(&mut bytes);
     String::from_utf8(bytes)
         .map_err(|error| format!("{shown}: not UTF-8 text (byte {})", error.utf8_error().valid_up_to()))
 }
