@@ -70,17 +70,9 @@ fn invalid(reason: impl Into<String>) -> LineError {
 
 /// The JSON of a non-blank line, or why it is not JSON.
 pub(crate) fn parse_json(line: &[u8], terminated: bool) -> Result<Value, LineError> {
-    let pythonic;
-    let text = if tally_core::may_hold_negative_zero(line) {
-        // Python reads `-0` as the integer 0; serde_json as a float.
-        let mut copy = line.to_vec();
-        tally_core::integer_negative_zeros(&mut copy);
-        pythonic = copy;
-        &pythonic[..]
-    } else {
-        line
-    };
-    serde_json::from_slice(text).map_err(|error| {
+    // Python reads `-0` as the integer 0; serde_json as a float.
+    let text = tally_core::pythonic_json_bytes(line);
+    serde_json::from_slice(&text).map_err(|error| {
         let reason = if let Err(bad) = std::str::from_utf8(line) {
             format!("not UTF-8: invalid byte at column {}", bad.valid_up_to() + 1)
         } else if error.is_eof() && !terminated {

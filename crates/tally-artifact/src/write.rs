@@ -290,7 +290,6 @@ enum Sink {
 /// only when `finish` is called: nothing, not half an artifact, is written
 /// there for an input that fails.
 pub struct ArtifactWriter {
-    target: PathBuf,
     name: String,
     sink: Option<Sink>,
     encoder: ArtifactEncoder,
@@ -309,7 +308,6 @@ impl ArtifactWriter {
             Sink::File(AtomicFile::create(path).map_err(|error| ArtifactError::io(&name, &error))?)
         };
         Ok(Self {
-            target: path.to_path_buf(),
             name,
             sink: Some(sink),
             encoder: ArtifactEncoder::new(form),
@@ -325,11 +323,6 @@ impl ArtifactWriter {
             Some(Sink::File(file)) => Some(file.temporary_path()),
             _ => None,
         }
-    }
-
-    /// The target.
-    pub fn target(&self) -> &Path {
-        &self.target
     }
 
     /// Appends one record.

@@ -26,9 +26,17 @@ fn missing(name: &'static str) -> ValidationError {
     ValidationError::new(name, format!("missing required field {name}"))
 }
 
-/// A JSON integer that fits in `i128`, or `None` for any other value.
-/// Booleans are not integers here, as in stormlog's checks.
-pub(crate) fn json_integer(value: &Value) -> Option<i128> {
+/// A JSON integer that fits in `i128`, or `None` for any other value:
+/// Python's `isinstance(x, int)` on a decoded JSON value, as stormlog's
+/// checks apply it (booleans and floats are not integers here).
+///
+/// ```
+/// use serde_json::json;
+/// assert_eq!(tally_core::json_integer(&json!(-3)), Some(-3));
+/// assert_eq!(tally_core::json_integer(&json!(3.0)), None);
+/// assert_eq!(tally_core::json_integer(&json!(true)), None);
+/// ```
+pub fn json_integer(value: &Value) -> Option<i128> {
     match value {
         Value::Number(number) => number.as_u64().map(i128::from).or_else(|| number.as_i64().map(i128::from)),
         _ => None,

@@ -1,6 +1,8 @@
 //! Where Python's `json` reads JSON text otherwise than serde_json, and the
 //! readers of every crate must read it as Python does.
 
+use std::borrow::Cow;
+
 /// Rewrites each integer `-0` outside strings as ` 0` (the sign becomes a
 /// space, so byte offsets and columns stay), and returns how many there
 /// were. Python reads `-0` as the integer 0, so stormlog accepts
@@ -50,14 +52,23 @@ pub fn integer_negative_zeros(text: &mut [u8]) -> usize {
 /// assert_eq!(tally_core::pythonic_json_text(r#"{"n": -0}"#), r#"{"n":  0}"#);
 /// assert!(matches!(tally_core::pythonic_json_text("{}"), std::borrow::Cow::Borrowed(_)));
 /// ```
-pub fn pythonic_json_text(text: &str) -> std::borrow::Cow<'_, str> {
-    if !may_hold_negative_zero(text.as_bytes()) {
-        return std::borrow::Cow::Borrowed(text);
+pub fn pythonic_json_text(text: &str) -> Cow<'_, str> {
+    match pythonic_json_bytes(text.as_bytes()) {
+        Cow::Borrowed(_) => Cow::Borrowed(text),
+        // Only ASCII `-` bytes became spaces: still the same valid UTF-8.
+        Cow::Owned(bytes) => Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned())),
     }
-    let mut bytes = text.as_bytes().to_vec();
-    integer_negative_zeros(&mut bytes);
-    // Only ASCII `-` bytes became spaces: still the same valid UTF-8.
-    std::borrow::Cow::Owned(String::from_utf8(bytes).unwrap_or_else(|_| text.to_owned()))
+}
+
+/// [`pythonic_json_text`] of JSON bytes (an artifact line, which may not be
+/// UTF-8 at all: the parser then says where).
+pub fn pythonic_json_bytes(text: &[u8]) -> Cow<'_, [u8]> {
+    if !may_hold_negative_zero(text) {
+        return Cow::Borrowed(text);
+    }
+    let mut copy = text.to_vec();
+    integer_negative_zeros(&mut copy);
+    Cow::Owned(copy)
 }
 
 /// Whether `text` may hold an integer `-0` at all: a cheap test before

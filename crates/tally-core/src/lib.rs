@@ -60,9 +60,11 @@ pub use event::{
     CorrelationEvent, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership, Metadata,
     Request, Stage, TokenCounts,
 };
+pub use fields::json_integer;
 pub use json_eq::python_json_eq;
 pub use json_text::{
-    integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero, pythonic_json_text,
+    integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero, pythonic_json_bytes,
+    pythonic_json_text,
 };
 pub use record::{parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};

@@ -3,7 +3,7 @@
 //! [`crate::validate_request_shares`] takes.
 
 use serde_json::{Map, Value};
-use tally_core::{ClockKind, EntityRef, shown};
+use tally_core::{ClockKind, EntityRef, json_integer, shown};
 
 use crate::{RequestShareEstimate, ShareError};
 
@@ -89,7 +89,7 @@ fn read_model(text: &str) -> Result<ShareModel, String> {
     let shares = items.into_iter().map(share).collect::<Result<Result<Vec<_>, ShareError>, String>>()?;
     // stormlog checks the remainder after the budget, and only a
     // non-negative integer passes; anything else fails that same check.
-    let unattributed_ns = integer(&take(&mut map, "unattributed_ns")?).unwrap_or(-1);
+    let unattributed_ns = json_integer(&take(&mut map, "unattributed_ns")?).unwrap_or(-1);
     if let Some(key) = map.keys().next() {
         return Err(format!("unexpected key {:?}", shown(key)));
     }
@@ -98,14 +98,6 @@ fn read_model(text: &str) -> Result<ShareModel, String> {
 
 fn take(map: &mut Map<String, Value>, key: &str) -> Result<Value, String> {
     map.remove(key).ok_or_else(|| format!("missing key {key:?}"))
-}
-
-/// A JSON integer (not a float, not a boolean), as Python's `isinstance(x, int)`.
-fn integer(value: &Value) -> Option<i128> {
-    match value {
-        Value::Number(number) => number.as_i64().map(i128::from).or_else(|| number.as_u64().map(i128::from)),
-        _ => None,
-    }
 }
 
 /// One share: malformed JSON is the outer error; stormlog's own rules
@@ -120,7 +112,7 @@ fn share(value: Value) -> Result<Result<RequestShareEstimate, ShareError>, Strin
         None | Some(Value::Null) => None,
         Some(value) => Some(EntityRef::from_json(value, "attempt_ref").map_err(|error| error.to_string())?),
     };
-    let duration = integer(&take(&mut map, "duration_ns")?).unwrap_or(-1);
+    let duration = json_integer(&take(&mut map, "duration_ns")?).unwrap_or(-1);
     let model = match take(&mut map, "model")? {
         Value::String(text) => text,
         _ => return Err("a share's model must be a string".into()),

@@ -250,11 +250,6 @@ impl DeviceUuids {
         Ok(uuids)
     }
 
-    /// Whether nothing was assigned.
-    pub fn is_empty(&self) -> bool {
-        self.shared.is_empty() && self.per_trace.is_empty()
-    }
-
     /// Checks that every trace an assignment names is exactly one of `paths`.
     pub fn check_traces(&self, paths: &[PathBuf]) -> Result<(), DeviceUuidError> {
         self.per_trace.iter().try_for_each(|(selector, _)| select_trace(selector, paths).map(drop))
