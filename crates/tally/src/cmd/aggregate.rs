@@ -17,7 +17,6 @@
 //! exit 1 with the reason on stderr and nothing on stdout.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -168,9 +167,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         Layout::Json => aggregate.to_json_string().context("writing the aggregate as JSON")? + "\n",
         Layout::Table => table(&aggregate),
     };
-    // A closed pipe (`| head`) is an error to report, not a panic.
-    let mut stdout = std::io::stdout().lock();
-    stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()).context("writing to standard output")?;
+    super::output::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

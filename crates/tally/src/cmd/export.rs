@@ -2,11 +2,10 @@
 //! timeline (Perfetto, chrome://tracing) of an artifact or of a trace as
 //! tally imports it.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
-use tally_artifact::{AtomicFile, ReadOptions, read_batches};
+use tally_artifact::{ReadOptions, read_batches};
 use tally_core::{CorrelationEvent, InferenceRecord};
 
 use super::input::TraceArgs;
@@ -40,19 +39,19 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let (events, lines): (Vec<CorrelationEvent>, Vec<u64>) = if input.is_trace() {
+    // An artifact's events keep their lines; an imported trace's "line" is
+    // the record's number.
+    let (events, lines): (Vec<CorrelationEvent>, Option<Vec<u64>>) = if input.is_trace() {
         let options = args.trace.options(&[&input])?;
         let mut events = Vec::new();
         tally_trace::import_inputs(vec![input], &options, &mut |event| {
             events.push(event);
             Ok(())
         })?;
-        // An imported trace's "line" is the record's number.
-        let lines = (1..=events.len() as u64).collect();
-        (events, lines)
+        (events, None)
     } else {
         match read_events(input, &name, &args.limits) {
-            Ok(read) => read,
+            Ok((events, lines)) => (events, Some(lines)),
             Err(error) => {
                 eprintln!("{}", artifact_message(&error));
                 return Ok(ExitCode::FAILURE);
@@ -60,11 +59,16 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     if let Err(error) = tally_resolve::resolve_inference_events(&events) {
-        let line = lines.get(error.record()).copied().unwrap_or(0);
+        let line = match &lines {
+            Some(lines) => lines.get(error.record()).copied().unwrap_or(0),
+            None => error.record() as u64 + 1,
+        };
         eprintln!("{name}: line {line}: {error}");
         return Ok(ExitCode::FAILURE);
     }
-    let summary = write_atomically(&args.output, |file| Ok(tally_trace::write_chrome_trace(&events, file)?))?;
+    let summary = super::output::write_atomically(&args.output, |file| {
+        Ok(tally_trace::write_chrome_trace(&events, file)?)
+    })?;
     eprintln!(
         "{} slices written to {} ({} device activities placed on a host clock, {} on their own clock, {} without a complete span left out)",
         summary.slices,
@@ -95,18 +99,4 @@ fn read_events(
         Ok(())
     })?;
     Ok((events, lines))
-}
-
-/// Writes through a temporary file beside `target`, renamed over it when
-/// complete, so a failure never leaves half a timeline.
-fn write_atomically<T>(
-    target: &Path,
-    write: impl FnOnce(&mut AtomicFile) -> anyhow::Result<T>,
-) -> anyhow::Result<T> {
-    target.file_name().context("the output has no file name")?;
-    let mut file = AtomicFile::create(target).with_context(|| format!("creating {}", target.display()))?;
-    let _pending = super::interrupt::Pending::new(file.temporary_path());
-    let value = write(&mut file)?;
-    file.commit().with_context(|| format!("writing {}", target.display()))?;
-    Ok(value)
 }

@@ -5,7 +5,8 @@
 use std::io::{self, Write};
 use std::path::Path;
 
-use tally_artifact::{ArtifactError, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
+use anyhow::Context;
+use tally_artifact::{ArtifactError, AtomicFile, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
 use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
 /// Writes `text` to standard output and flushes it. A reader that closed
@@ -85,6 +86,22 @@ pub fn parse_size(text: &str) -> Result<usize, String> {
     bytes
         .and_then(|bytes| usize::try_from(bytes).ok())
         .ok_or_else(|| format!("'{text}' is not a size between 1 byte and this machine's address space"))
+}
+
+/// Writes a file the way every command writes one: through
+/// `tally_artifact::AtomicFile` (a temporary beside `target`, renamed over
+/// it when `write` succeeds), registered with [`super::interrupt`] so that
+/// SIGINT or SIGTERM removes it.
+pub fn write_atomically<T>(
+    target: &Path,
+    write: impl FnOnce(&mut AtomicFile) -> anyhow::Result<T>,
+) -> anyhow::Result<T> {
+    target.file_name().with_context(|| format!("{}: the output has no file name", target.display()))?;
+    let mut file = AtomicFile::create(target).with_context(|| format!("creating {}", target.display()))?;
+    let _pending = super::interrupt::Pending::new(file.temporary_path());
+    let value = write(&mut file)?;
+    file.commit().with_context(|| format!("writing {}", target.display()))?;
+    Ok(value)
 }
 
 /// An artifact error as a command prints it: where a limit was hit, it also

@@ -118,11 +118,9 @@ pub(crate) fn write_json_atomically(dir: &Path, name: &str, value: &Value) -> an
     use std::io::Write as _;
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let target = dir.join(name);
-    let text = serde_json::to_string_pretty(value)?;
-    let mut file = tally_artifact::AtomicFile::create(&target)
-        .with_context(|| format!("creating {}", target.display()))?;
-    let _pending = crate::cmd::interrupt::Pending::new(file.temporary_path());
-    file.write_all((text + "\n").as_bytes()).with_context(|| format!("writing {}", target.display()))?;
-    file.commit().with_context(|| format!("writing {}", target.display()))?;
+    let text = serde_json::to_string_pretty(value)? + "\n";
+    crate::cmd::output::write_atomically(&target, |file| {
+        file.write_all(text.as_bytes()).with_context(|| format!("writing {}", target.display()))
+    })?;
     Ok(target)
 }
