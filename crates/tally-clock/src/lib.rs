@@ -100,6 +100,21 @@ pub enum AlignError {
     },
 }
 
+impl AlignError {
+    /// stormlog's message for the same failure: it tells a missing
+    /// alignment from an ambiguous one only by `covering_alignments`' count,
+    /// so both read alike.
+    pub fn stormlog_message(&self) -> &'static str {
+        match self {
+            AlignError::NegativeTimestamp => "timestamp_ns must be non-negative",
+            AlignError::NoAlignment { .. } | AlignError::Ambiguous { .. } => {
+                "no valid clock alignment or multiple ambiguous alignments"
+            }
+            AlignError::InvertedSpan { .. } => "span end must not be before its start",
+        }
+    }
+}
+
 /// A clock-alignment event, seen through its typed body.
 #[derive(Debug, Clone, Copy)]
 pub struct Alignment<'a> {

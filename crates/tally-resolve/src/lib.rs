@@ -156,6 +156,13 @@ impl AsCorrelationEvent for CorrelationEvent {
     }
 }
 
+/// Shared events (as the Python package holds them) resolve as themselves.
+impl<T: AsCorrelationEvent + ?Sized> AsCorrelationEvent for std::sync::Arc<T> {
+    fn as_correlation_event(&self) -> Option<&CorrelationEvent> {
+        (**self).as_correlation_event()
+    }
+}
+
 /// One entity of the graph: the event kept for it and its typed body.
 #[derive(Debug)]
 pub struct Resolved<'a, T> {

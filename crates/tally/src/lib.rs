@@ -23,3 +23,4 @@ pub use tally_resolve as resolve;
 #[cfg(feature = "torch")]
 pub use tally_torch as torch;
 pub use tally_trace as trace;
+pub mod run;

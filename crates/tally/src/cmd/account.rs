@@ -6,13 +6,12 @@ mod json;
 mod table;
 
 use std::io::{BufWriter, Read, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
+use tally::run::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_gpu_time::account_gpu_time;
-use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
-use tally_trace::OpenedInput;
+use tally_resolve::StreamedRun;
 
 use super::progress::Progress;
 
@@ -74,132 +73,51 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Lines read per window: small windows keep the decoder's working set at a
-/// few megabytes, and are no slower.
-const WINDOW_BYTES: usize = 1 << 19;
-
-/// Where a record came from, packed into the position the resolver reports
-/// in its errors: the file's index above bit 40, the line below. No table
-/// of positions is kept.
-const LINE_BITS: u32 = 40;
-
-fn position(file: usize, line: u64) -> usize {
-    (file << LINE_BITS) | (line & ((1 << LINE_BITS) - 1)) as usize
-}
-
 /// Reads every file of one run and resolves their records together as
-/// they stream by, keeping none of them: stormlog's rules, file by file, in
-/// order. The error is the first rejection, ready to print (`FILE: line N:
-/// reason`).
+/// they stream by (`tally::run`), with a progress bar on a terminal. The
+/// error is the first rejection, ready to print (`FILE: line N: reason`).
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
     limits: &super::output::LimitArgs,
 ) -> Result<StreamedRun, String> {
-    let mut resolver = StreamingResolver::new();
-    let mut names: Vec<String> = Vec::new();
-    let locate = |names: &[String], error: &ResolveError| {
-        let record = error.record();
-        match names.get(record >> LINE_BITS) {
-            Some(name) => format!("{name}: line {}: {error}", record & ((1 << LINE_BITS) - 1)),
-            None => error.to_string(),
-        }
-    };
-    // Traces are imported together where the first of them stands.
-    enum Step {
-        Artifact(OpenedInput),
-        Traces,
-    }
-    let mut traces: Vec<OpenedInput> = Vec::new();
-    let mut steps: Vec<Step> = Vec::new();
-    for input in super::input::open_inputs(files, trace.input_format)? {
-        if input.is_trace() {
-            if traces.is_empty() {
-                steps.push(Step::Traces);
-            }
-            traces.push(input);
-        } else {
-            steps.push(Step::Artifact(input));
-        }
-    }
-    for step in steps {
-        let input = match step {
-            Step::Traces => {
-                // Their "line" is the record's number.
-                let shown: Vec<String> =
-                    traces.iter().map(|input| input.path().display().to_string()).collect();
-                names.push(shown.join(" + "));
-                let file = names.len() - 1;
-                let mut number = 0;
-                super::input::for_each_trace_record(std::mem::take(&mut traces), trace, |record| {
-                    number += 1;
-                    resolver.push(position(file, number), &record).map_err(|e| locate(&names, &e))
-                })?;
-                continue;
-            }
-            Step::Artifact(input) => input,
-        };
-        let name = input.path().display().to_string();
-        names.push(name.clone());
-        let file = names.len() - 1;
-        let mut rejected: Option<ResolveError> = None;
-        let outcome = std::thread::scope(|scope| {
-            // Spent batches are freed on a thread of their own: the resolver
-            // is the serial part of the pipeline, and freeing thousands of
-            // records per window would lengthen it.
-            let (spent, freeing) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
-            scope.spawn(move || freeing.into_iter().for_each(drop));
-            let mut feed = |batch: RecordBatch| {
-                for (line, record) in batch.lines.iter().zip(&batch.records) {
-                    if let Err(error) = resolver.push(position(file, *line), record) {
-                        rejected = Some(error);
-                        // Stop reading: the first rejection is the answer.
-                        return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
-                    }
-                }
-                let _ = spent.send(batch);
-                Ok(())
-            };
-            let progress = if input.path().as_os_str() == "-" {
-                Progress::silent()
-            } else {
-                Progress::for_path(input.path())
-            };
-            let outcome = decode(progress.wrap(input.into_reader()), &name, limits, &progress, &mut feed);
-            progress.finish();
-            outcome
-        });
-        if let Some(error) = rejected {
-            return Err(locate(&names, &error));
-        }
-        outcome.map_err(|error| super::output::artifact_message(&error))?;
-    }
-    resolver.finish().map_err(|error| locate(&names, &error))
-}
-
-fn decode<R: Read + Send>(
-    reader: R,
-    name: &str,
-    limits: &super::output::LimitArgs,
-    progress: &Progress,
-    feed: &mut impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
-) -> Result<(), ArtifactError> {
-    let options = ReadOptions {
-        window_bytes: WINDOW_BYTES,
-        chunk_bytes: WINDOW_BYTES / 8,
-        max_record_bytes: limits.max_record_bytes,
-        ..ReadOptions::default()
-    };
-    read_batches(reader, name, &options, |batch| {
-        feed(batch)?;
-        progress.tick();
-        Ok(())
+    let inputs = super::input::open_inputs(files, trace.input_format)?;
+    let import =
+        |traces: &[&tally_trace::OpenedInput]| trace.options(traces).map_err(|error| format!("{error:#}"));
+    let options = RunOptions { max_record_bytes: limits.max_record_bytes, import: &import };
+    resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {
+        RunError::Artifact(error) => super::output::artifact_message(&error),
+        other => other.to_string(),
     })
-    .map(|_| ())
 }
 
-/// `numerator / denominator` with two decimals, by integer arithmetic;
-/// `None` when the denominator is zero.
+/// A progress bar per artifact read.
+#[derive(Default)]
+struct ProgressWatcher {
+    bar: Option<Progress>,
+}
+
+impl Watcher for ProgressWatcher {
+    fn reading(&mut self, path: &Path, reader: Box<dyn Read + Send>) -> Box<dyn Read + Send> {
+        let bar = if path.as_os_str() == "-" { Progress::silent() } else { Progress::for_path(path) };
+        let wrapped = Box::new(bar.wrap(reader));
+        self.bar = Some(bar);
+        wrapped
+    }
+
+    fn window_done(&mut self) {
+        if let Some(bar) = &self.bar {
+            bar.tick();
+        }
+    }
+
+    fn finished(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish();
+        }
+    }
+}
+
 pub(crate) fn ratio(numerator: u128, denominator: u64) -> Option<String> {
     if denominator == 0 {
         return None;

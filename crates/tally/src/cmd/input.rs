@@ -5,19 +5,16 @@
 //! stream, so pipes and `/dev/stdin` work.
 
 use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use regex::Regex;
-use tally_core::{InferenceRecord, NonEmptyString};
 use tally_trace::{
     Detail, DeviceUuidAssignment, DeviceUuidError, DeviceUuids, ImportOptions, InputKind, OpenedInput,
-    open_input,
 };
 
 /// Opens each of `files` once and decides what it is (see the module docs).
 pub fn open_inputs(files: &[PathBuf], forced: Option<InputKind>) -> Result<Vec<OpenedInput>, String> {
-    files.iter().map(|path| open_input(path, forced).map_err(|error| error.to_string())).collect()
+    tally::run::open_inputs(files, forced).map_err(|error| error.to_string())
 }
 
 fn parse_input_kind(text: &str) -> Result<InputKind, String> {
@@ -73,13 +70,9 @@ impl Default for TraceArgs {
 impl TraceArgs {
     /// Import options for `traces`.
     pub fn options(&self, traces: &[&OpenedInput]) -> anyhow::Result<ImportOptions> {
-        let run_id = match &self.run_id {
-            Some(run_id) => run_id.clone(),
-            None => tally_trace::default_run_id(traces),
-        };
         let paths: Vec<PathBuf> = traces.iter().map(|input| input.path().to_path_buf()).collect();
-        let run_id = NonEmptyString::new(run_id).context("--run-id")?;
-        let mut options = ImportOptions::new(run_id.clone(), run_id);
+        let mut options = tally::run::default_import_options(traces, self.run_id.as_deref())
+            .map_err(|error| anyhow::anyhow!("--run-id: {error}"))?;
         if let Some(pattern) = &self.iteration_pattern {
             options.iteration_pattern = Regex::new(pattern).context("--iteration-pattern")?;
         }
@@ -87,10 +80,6 @@ impl TraceArgs {
         uuids.check_traces(&paths).map_err(device_uuid_error)?;
         options.device_uuids = uuids;
         options.detail = if self.per_kernel { Detail::Kernel } else { Detail::Launch };
-        options.created_at_ns = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
-        options.importer_host = host_name();
         options.max_event_bytes = self.max_event_bytes;
         Ok(options)
     }
@@ -122,36 +111,6 @@ fn device_uuid_error(error: DeviceUuidError) -> anyhow::Error {
         Some(selector) => anyhow::anyhow!("--device-uuid {selector}:...: {error}"),
         None => anyhow::anyhow!("--device-uuid: {error}"),
     }
-}
-
-/// The traces imported into one run, each record passed to `each` as soon
-/// as it is built, so none is kept; `each`'s error stops the import and is
-/// returned as it was.
-pub fn for_each_trace_record(
-    traces: Vec<OpenedInput>,
-    args: &TraceArgs,
-    mut each: impl FnMut(InferenceRecord) -> Result<(), String>,
-) -> Result<(), String> {
-    let options = args.options(&traces.iter().collect::<Vec<_>>()).map_err(|error| format!("{error:#}"))?;
-    let mut refused: Option<String> = None;
-    let outcome = tally_trace::import_inputs(traces, &options, &mut |event| {
-        each(InferenceRecord::Event(event)).map_err(|message| {
-            refused = Some(message.clone());
-            message.into()
-        })
-    });
-    match (outcome, refused) {
-        (_, Some(message)) => Err(message),
-        (Err(error), None) => Err(error.to_string()),
-        (Ok(_), None) => Ok(()),
-    }
-}
-
-fn host_name() -> Option<NonEmptyString> {
-    let text = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .or_else(|| std::env::var("HOSTNAME").ok())?;
-    NonEmptyString::new(text.trim()).ok()
 }
 
 #[cfg(test)]

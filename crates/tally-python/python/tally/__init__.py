@@ -1,0 +1,13 @@
+"""tally: what ML inference really costs.
+
+``tally.accounting`` is a drop-in for stormlog 0.4.3's
+``stormlog.infer.correlation_events``, ``correlation_codec`` and
+``correlation_accounting``: the same names, signatures, fields and
+exceptions, computed by tally's Rust crates. ``tally.trace`` imports
+profiler traces (PyTorch profiler JSON, Nsight Systems SQLite) into the same
+records.
+"""
+
+from . import accounting, trace
+
+__all__ = ["accounting", "trace"]

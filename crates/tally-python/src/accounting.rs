@@ -1,0 +1,1034 @@
+//! stormlog's `correlation_accounting` over tally-resolve, tally-gpu-time and
+//! tally-clock: `resolve_inference_events`, `account_gpu_time`,
+//! `validate_request_shares`, `align_timestamp`, `covering_alignments`,
+//! `alignment_offset_bounds`, their result classes, and the fast path
+//! `account_paths`.
+//!
+//! A graph owns the events it resolved next to the Rust graph that borrows
+//! them (`self_cell`), and an accounting owns its graph next to the Rust
+//! accounting, so results built in Rust are read, not rebuilt; the Python
+//! containers stormlog's dataclasses hold are made from them.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
+use self_cell::self_cell;
+use tally_core::{ClockKind, CorrelationEvent as CoreEvent, EntityRef as CoreRef};
+use tally_gpu_time::{DeviceClock as CoreClock, GpuTime as CoreGpuTime};
+use tally_resolve::{CorrelationGraph as CoreGraph, ResolvedEvidence, StreamedRun};
+
+use crate::model::{Evidence, PyEntityRef, event_to_python, evidence, invalid};
+
+type Graph<'a> = CoreGraph<'a>;
+
+self_cell!(
+    /// Events and the graph resolved from them.
+    pub struct OwnedGraph {
+        owner: Vec<Arc<CoreEvent>>,
+        #[covariant]
+        dependent: Graph,
+    }
+);
+
+/// What a graph was resolved from: events in memory, or files streamed by
+/// (`account_paths`), of which only the facts accounting needs are kept.
+pub enum GraphData {
+    Events(OwnedGraph),
+    Streamed(Box<StreamedRun>),
+}
+
+type Accounting<'a> = tally_gpu_time::RunAccounting<'a>;
+
+self_cell!(
+    /// A graph and its accounting.
+    pub struct OwnedAccounting {
+        owner: Arc<GraphData>,
+        #[covariant]
+        dependent: Accounting,
+    }
+);
+
+fn account(data: Arc<GraphData>) -> OwnedAccounting {
+    OwnedAccounting::new(data, |data| match &**data {
+        GraphData::Events(graph) => tally_gpu_time::account_gpu_time(graph.borrow_dependent()),
+        GraphData::Streamed(run) => tally_gpu_time::account_gpu_time(&**run),
+    })
+}
+
+fn boolean(py: Python<'_>, value: bool) -> Py<PyAny> {
+    PyBool::new(py, value).to_owned().into_any().unbind()
+}
+
+/// `__eq__` of a dataclass: the same class and equal field tuples.
+fn fields_eq(
+    slf: &Bound<'_, PyAny>,
+    other: &Bound<'_, PyAny>,
+    fields: impl Fn(&Bound<'_, PyAny>) -> PyResult<Option<Py<PyTuple>>>,
+) -> PyResult<Py<PyAny>> {
+    let py = slf.py();
+    if !slf.get_type().is(other.get_type()) {
+        return Ok(py.NotImplemented());
+    }
+    match (fields(slf)?, fields(other)?) {
+        (Some(mine), Some(theirs)) => Ok(boolean(py, mine.bind(py).eq(theirs.bind(py))?)),
+        _ => Ok(py.NotImplemented()),
+    }
+}
+
+fn fields_repr(class: &str, names: &[&str], values: &Bound<'_, PyTuple>) -> PyResult<String> {
+    let mut text = format!("{class}(");
+    for (index, (name, value)) in names.iter().zip(values.iter()).enumerate() {
+        if index > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(name);
+        text.push('=');
+        text.push_str(&value.repr()?.to_string());
+    }
+    text.push(')');
+    Ok(text)
+}
+
+/// A frozen dataclass of Python values: stormlog's result classes, whose
+/// equality, hash (the field tuple's, so one holding a dict is unhashable)
+/// and repr are a dataclass's.
+macro_rules! dataclass {
+    ($rust:ident, $name:literal, $doc:literal, [$($field:ident),+ $(,)?]) => {
+        #[doc = $doc]
+        #[pyclass(frozen, module = "tally.accounting", name = $name)]
+        pub struct $rust {
+            $(pub $field: Py<PyAny>,)+
+        }
+
+        impl $rust {
+            const FIELDS: &'static [&'static str] = &[$(stringify!($field)),+];
+
+            fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+                PyTuple::new(py, [$(self.$field.clone_ref(py)),+])
+            }
+        }
+
+        #[pymethods]
+        impl $rust {
+            #[new]
+            #[pyo3(signature = ($($field),+))]
+            fn new($($field: Py<PyAny>),+) -> Self {
+                Self { $($field),+ }
+            }
+
+            $(
+                #[getter]
+                fn $field(&self, py: Python<'_>) -> Py<PyAny> {
+                    self.$field.clone_ref(py)
+                }
+            )+
+
+            #[classattr]
+            fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+                Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
+            }
+
+            fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+                fields_eq(slf.as_any(), other, |value| {
+                    Ok(value.cast::<$rust>().ok().map(|value| value.get().tuple(value.py())).transpose()?.map(Bound::unbind))
+                })
+            }
+
+            fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+                self.tuple(py)?.hash()
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                fields_repr($name, Self::FIELDS, &self.tuple(py)?)
+            }
+        }
+    };
+}
+
+dataclass!(
+    GpuTime,
+    "GpuTime",
+    "Summed activity time, busy time (the union of the intervals) and the activity count of one device clock.",
+    [summed_activity_ns, busy_ns, activity_count]
+);
+dataclass!(
+    IterationTiming,
+    "IterationTiming",
+    "One iteration's elapsed time and its GPU time per device clock.",
+    [elapsed_ns, gpu]
+);
+dataclass!(
+    ShareBudget,
+    "ShareBudget",
+    "A share model that matched its iteration's measured GPU budget.",
+    [iteration_ref, device_clock, budget_ns, shares, unattributed_ns]
+);
+dataclass!(
+    AlignedTimestamp,
+    "AlignedTimestamp",
+    "A timestamp translated into another clock domain, with its uncertainty.",
+    [value_ns, uncertainty_ns, clock_domain]
+);
+dataclass!(
+    UnresolvedReference,
+    "UnresolvedReference",
+    "A reference to an entity no event reported (`ref` is the reference).",
+    [event_id, kind, r#ref]
+);
+
+/// A device and the clock its timestamps are on.
+#[pyclass(frozen, module = "tally.accounting", name = "DeviceClock")]
+pub struct DeviceClock {
+    device_uuid: Py<PyAny>,
+    clock_domain: Py<PyAny>,
+    clock_kind: Py<PyAny>,
+}
+
+impl DeviceClock {
+    const FIELDS: &'static [&'static str] = &["device_uuid", "clock_domain", "clock_kind"];
+
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [self.device_uuid.clone_ref(py), self.clock_domain.clone_ref(py), self.clock_kind.clone_ref(py)],
+        )
+    }
+
+    fn of(py: Python<'_>, clock: &CoreClock<'_>) -> PyResult<Py<PyAny>> {
+        let text = |value: &str| PyString::new(py, value).into_any().unbind();
+        Ok(Bound::new(
+            py,
+            DeviceClock {
+                device_uuid: text(clock.device_uuid),
+                clock_domain: text(clock.clock_domain),
+                clock_kind: text(clock.clock_kind.as_str()),
+            },
+        )?
+        .into_any()
+        .unbind())
+    }
+
+    /// The three strings of a device clock object (tally's or stormlog's).
+    fn parts(value: &Bound<'_, PyAny>) -> Option<(String, String, ClockKind)> {
+        let text = |name: &str| -> Option<String> {
+            value.getattr(name).ok()?.cast::<PyString>().ok()?.to_str().ok().map(str::to_owned)
+        };
+        let kind = ClockKind::parse(&text("clock_kind")?).ok()?;
+        Some((text("device_uuid")?, text("clock_domain")?, kind))
+    }
+}
+
+#[pymethods]
+impl DeviceClock {
+    #[new]
+    #[pyo3(signature = (device_uuid, clock_domain, clock_kind=None))]
+    fn new(
+        py: Python<'_>,
+        device_uuid: Py<PyAny>,
+        clock_domain: Py<PyAny>,
+        clock_kind: Option<Py<PyAny>>,
+    ) -> Self {
+        let clock_kind = clock_kind.unwrap_or_else(|| PyString::new(py, "monotonic").into_any().unbind());
+        Self { device_uuid, clock_domain, clock_kind }
+    }
+
+    /// The device's UUID.
+    #[getter]
+    fn device_uuid(&self, py: Python<'_>) -> Py<PyAny> {
+        self.device_uuid.clone_ref(py)
+    }
+
+    /// The clock domain its timestamps are on.
+    #[getter]
+    fn clock_domain(&self, py: Python<'_>) -> Py<PyAny> {
+        self.clock_domain.clone_ref(py)
+    }
+
+    /// `monotonic` or `device`.
+    #[getter]
+    fn clock_kind(&self, py: Python<'_>) -> Py<PyAny> {
+        self.clock_kind.clone_ref(py)
+    }
+
+    #[classattr]
+    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
+    }
+
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        fields_eq(slf.as_any(), other, |value| {
+            Ok(value
+                .cast::<DeviceClock>()
+                .ok()
+                .map(|value| value.get().tuple(value.py()))
+                .transpose()?
+                .map(Bound::unbind))
+        })
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.tuple(py)?.hash()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        fields_repr("DeviceClock", Self::FIELDS, &self.tuple(py)?)
+    }
+}
+
+/// One request's modelled share of an iteration's GPU time.
+#[pyclass(frozen, module = "tally.accounting", name = "RequestShareEstimate")]
+pub struct RequestShareEstimate {
+    request_ref: Py<PyAny>,
+    duration_ns: Py<PyAny>,
+    model: Py<PyAny>,
+    attempt_ref: Py<PyAny>,
+}
+
+impl RequestShareEstimate {
+    const FIELDS: &'static [&'static str] = &["request_ref", "duration_ns", "model", "attempt_ref"];
+
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                self.request_ref.clone_ref(py),
+                self.duration_ns.clone_ref(py),
+                self.model.clone_ref(py),
+                self.attempt_ref.clone_ref(py),
+            ],
+        )
+    }
+}
+
+/// An integer argument as stormlog tests it (`int`, not `bool`), widened;
+/// anything else is `-1`, which the rule then rejects as negative.
+fn wide_integer(value: &Bound<'_, PyAny>) -> i128 {
+    if value.cast::<PyBool>().is_ok() {
+        return -1;
+    }
+    match value.cast::<PyInt>() {
+        Ok(integer) => integer.extract::<i128>().unwrap_or_else(|_| {
+            // Beyond i128: the sign is all the rule needs.
+            if integer.lt(0).unwrap_or(true) { -1 } else { i128::MAX }
+        }),
+        Err(_) => -1,
+    }
+}
+
+/// The Rust estimate of one share object (tally's or stormlog's), checked
+/// by tally-gpu-time's rules.
+fn share_of(value: &Bound<'_, PyAny>) -> PyResult<tally_gpu_time::RequestShareEstimate> {
+    let attribute = |name: &str| value.getattr(name);
+    let duration = wide_integer(&attribute("duration_ns")?);
+    let model = attribute("model")?;
+    let model_text = if model.is_truthy()? { model.str()?.to_string() } else { String::new() };
+    let request = PyEntityRef::extract(&attribute("request_ref")?, "request_ref")?;
+    let attempt = attribute("attempt_ref")?;
+    let attempt = if attempt.is_none() { None } else { Some(PyEntityRef::extract(&attempt, "attempt_ref")?) };
+    tally_gpu_time::RequestShareEstimate::new(request, attempt, duration, &model_text).map_err(invalid)
+}
+
+#[pymethods]
+impl RequestShareEstimate {
+    #[new]
+    #[pyo3(signature = (request_ref, duration_ns, model, attempt_ref=None))]
+    fn new(
+        py: Python<'_>,
+        request_ref: Py<PyAny>,
+        duration_ns: Py<PyAny>,
+        model: Py<PyAny>,
+        attempt_ref: Option<Py<PyAny>>,
+    ) -> PyResult<Self> {
+        // stormlog's own two rules, in its order, through tally-gpu-time's.
+        let duration = wide_integer(duration_ns.bind(py));
+        let named = model.bind(py).is_truthy()?;
+        if duration < 0 {
+            return Err(invalid(tally_gpu_time::ShareError::NegativeDuration));
+        }
+        if !named {
+            return Err(invalid(tally_gpu_time::ShareError::MissingModel));
+        }
+        Ok(Self { request_ref, duration_ns, model, attempt_ref: attempt_ref.unwrap_or_else(|| py.None()) })
+    }
+
+    /// The request.
+    #[getter]
+    fn request_ref(&self, py: Python<'_>) -> Py<PyAny> {
+        self.request_ref.clone_ref(py)
+    }
+
+    /// Its modelled GPU time.
+    #[getter]
+    fn duration_ns(&self, py: Python<'_>) -> Py<PyAny> {
+        self.duration_ns.clone_ref(py)
+    }
+
+    /// The estimation model's name.
+    #[getter]
+    fn model(&self, py: Python<'_>) -> Py<PyAny> {
+        self.model.clone_ref(py)
+    }
+
+    /// The attempt, when the share is for one attempt.
+    #[getter]
+    fn attempt_ref(&self, py: Python<'_>) -> Py<PyAny> {
+        self.attempt_ref.clone_ref(py)
+    }
+
+    #[classattr]
+    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
+    }
+
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        fields_eq(slf.as_any(), other, |value| {
+            Ok(value
+                .cast::<RequestShareEstimate>()
+                .ok()
+                .map(|value| value.get().tuple(value.py()))
+                .transpose()?
+                .map(Bound::unbind))
+        })
+    }
+
+    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
+        self.tuple(py)?.hash()
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        fields_repr("RequestShareEstimate", Self::FIELDS, &self.tuple(py)?)
+    }
+}
+
+/// The resolved evidence of one run (stormlog's `CorrelationGraph`).
+///
+/// Its tables are built as Python containers on first access and kept. A
+/// graph from `account_paths` kept no events: its event tables raise
+/// `AttributeError`, while `run_id`, `unresolved` and `counts` are there.
+#[pyclass(frozen, module = "tally.accounting", name = "CorrelationGraph")]
+pub struct CorrelationGraph {
+    data: Arc<GraphData>,
+    requests: PyOnceLock<Py<PyAny>>,
+    iterations: PyOnceLock<Py<PyAny>>,
+    stages: PyOnceLock<Py<PyAny>>,
+    memberships: PyOnceLock<Py<PyAny>>,
+    activities: PyOnceLock<Py<PyAny>>,
+    alignments: PyOnceLock<Py<PyAny>>,
+    unresolved: PyOnceLock<Py<PyAny>>,
+}
+
+impl CorrelationGraph {
+    fn new(data: GraphData) -> Self {
+        Self {
+            data: Arc::new(data),
+            requests: PyOnceLock::new(),
+            iterations: PyOnceLock::new(),
+            stages: PyOnceLock::new(),
+            memberships: PyOnceLock::new(),
+            activities: PyOnceLock::new(),
+            alignments: PyOnceLock::new(),
+            unresolved: PyOnceLock::new(),
+        }
+    }
+
+    fn events(&self, table: &str) -> PyResult<&OwnedGraph> {
+        match &*self.data {
+            GraphData::Events(graph) => Ok(graph),
+            GraphData::Streamed(_) => Err(PyAttributeError::new_err(format!(
+                "a graph from account_paths keeps no events, so it has no {table}; \
+                 resolve_inference_events(load_inference_artifact(path)) keeps them"
+            ))),
+        }
+    }
+
+    fn cached(
+        &self,
+        py: Python<'_>,
+        cell: &PyOnceLock<Py<PyAny>>,
+        build: impl FnOnce() -> PyResult<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        cell.get_or_try_init(py, build).map(|value| value.clone_ref(py))
+    }
+
+    fn all_fields<'py>(slf: &Bound<'py, Self>) -> PyResult<Option<Py<PyTuple>>> {
+        let py = slf.py();
+        let graph = slf.get();
+        if matches!(&*graph.data, GraphData::Streamed(_)) {
+            return Ok(None);
+        }
+        let values = [
+            graph.run_id(py)?,
+            graph.requests(py)?,
+            graph.iterations(py)?,
+            graph.stages(py)?,
+            graph.memberships(py)?,
+            graph.activities(py)?,
+            graph.alignments(py)?,
+            graph.unresolved(py)?,
+        ];
+        Ok(Some(PyTuple::new(py, values)?.unbind()))
+    }
+}
+
+/// `{key: event}` of one table, the event objects wrapping the owner's.
+fn table<'a, T: 'a>(
+    py: Python<'_>,
+    owner: &[Arc<CoreEvent>],
+    rows: impl Iterator<Item = &'a tally_resolve::Resolved<'a, T>>,
+    key: impl Fn(Python<'_>, &T) -> PyResult<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    let dict = PyDict::new(py);
+    for row in rows {
+        dict.set_item(key(py, row.body)?, event_to_python(py, Arc::clone(&owner[row.record]))?)?;
+    }
+    Ok(dict.into_any().unbind())
+}
+
+fn sequence<'a, T: 'a>(
+    py: Python<'_>,
+    owner: &[Arc<CoreEvent>],
+    rows: impl Iterator<Item = &'a tally_resolve::Resolved<'a, T>>,
+) -> PyResult<Py<PyAny>> {
+    let items =
+        rows.map(|row| event_to_python(py, Arc::clone(&owner[row.record]))).collect::<PyResult<Vec<_>>>()?;
+    Ok(PyTuple::new(py, items)?.into_any().unbind())
+}
+
+fn reference(py: Python<'_>, reference: &CoreRef) -> PyResult<Py<PyAny>> {
+    Ok(PyEntityRef::wrap(py, reference)?.unbind())
+}
+
+fn optional_reference(py: Python<'_>, value: Option<&CoreRef>) -> PyResult<Py<PyAny>> {
+    match value {
+        Some(value) => reference(py, value),
+        None => Ok(py.None()),
+    }
+}
+
+#[pymethods]
+impl CorrelationGraph {
+    /// The run all correlation events belong to; None when there were none.
+    #[getter]
+    fn run_id(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let run_id = match &*self.data {
+            GraphData::Events(graph) => graph.borrow_dependent().run_id(),
+            GraphData::Streamed(run) => run.run_id(),
+        };
+        Ok(match run_id {
+            Some(run_id) => PyString::new(py, run_id).into_any().unbind(),
+            None => py.None(),
+        })
+    }
+
+    /// `{(request_ref, attempt_ref): RequestEvent}`.
+    #[getter]
+    fn requests(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("requests")?;
+        self.cached(py, &self.requests, || {
+            table(py, graph.borrow_owner(), graph.borrow_dependent().requests().iter(), |py, body| {
+                let key = PyTuple::new(
+                    py,
+                    [reference(py, &body.request_ref)?, optional_reference(py, body.attempt_ref.as_ref())?],
+                )?;
+                Ok(key.into_any().unbind())
+            })
+        })
+    }
+
+    /// `{iteration_ref: IterationEvent}`.
+    #[getter]
+    fn iterations(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("iterations")?;
+        self.cached(py, &self.iterations, || {
+            table(py, graph.borrow_owner(), graph.borrow_dependent().iterations().iter(), |py, body| {
+                reference(py, &body.iteration_ref)
+            })
+        })
+    }
+
+    /// `{stage_ref: StageEvent}`.
+    #[getter]
+    fn stages(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("stages")?;
+        self.cached(py, &self.stages, || {
+            table(py, graph.borrow_owner(), graph.borrow_dependent().stages().iter(), |py, body| {
+                reference(py, &body.stage_ref)
+            })
+        })
+    }
+
+    /// The memberships, sorted by `(session_id, producer_id, event_id)`.
+    #[getter]
+    fn memberships(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("memberships")?;
+        self.cached(py, &self.memberships, || {
+            sequence(py, graph.borrow_owner(), graph.borrow_dependent().memberships().iter())
+        })
+    }
+
+    /// `{activity_ref: ActivityReferenceEvent}`.
+    #[getter]
+    fn activities(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("activities")?;
+        self.cached(py, &self.activities, || {
+            table(py, graph.borrow_owner(), graph.borrow_dependent().activities().iter(), |py, body| {
+                reference(py, &body.activity_ref)
+            })
+        })
+    }
+
+    /// The clock alignments, sorted by `(session_id, producer_id, event_id)`.
+    #[getter]
+    fn alignments(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let graph = self.events("alignments")?;
+        self.cached(py, &self.alignments, || {
+            sequence(py, graph.borrow_owner(), graph.borrow_dependent().alignments().iter())
+        })
+    }
+
+    /// References to entities nobody reported, sorted by `(event_id, kind, ref.id)`.
+    #[getter]
+    fn unresolved(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.cached(py, &self.unresolved, || {
+            let build = |items: &mut dyn Iterator<Item = tally_resolve::UnresolvedReference<'_>>| {
+                let objects = items
+                    .map(|item| {
+                        Bound::new(
+                            py,
+                            UnresolvedReference {
+                                event_id: PyString::new(py, item.event_id).into_any().unbind(),
+                                kind: PyString::new(py, item.kind.as_str()).into_any().unbind(),
+                                r#ref: reference(py, item.reference)?,
+                            },
+                        )
+                    })
+                    .collect::<PyResult<Vec<_>>>()?;
+                Ok(PyTuple::new(py, objects)?.into_any().unbind())
+            };
+            match &*self.data {
+                GraphData::Events(graph) => build(&mut graph.borrow_dependent().unresolved().iter().copied()),
+                GraphData::Streamed(run) => build(&mut run.unresolved_references()),
+            }
+        })
+    }
+
+    /// The sizes of the tables: `{"requests": n, "iterations": n, ...}`
+    /// (tally's addition; a graph from `account_paths` has them too).
+    #[getter]
+    fn counts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let counts = match &*self.data {
+            GraphData::Events(graph) => graph.borrow_dependent().counts(),
+            GraphData::Streamed(run) => run.counts(),
+        };
+        let dict = PyDict::new(py);
+        dict.set_item("requests", counts.requests)?;
+        dict.set_item("iterations", counts.iterations)?;
+        dict.set_item("stages", counts.stages)?;
+        dict.set_item("memberships", counts.memberships)?;
+        dict.set_item("activities", counts.activities)?;
+        dict.set_item("alignments", counts.alignments)?;
+        Ok(dict)
+    }
+
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        fields_eq(slf.as_any(), other, |value| match value.cast::<CorrelationGraph>() {
+            Ok(graph) => CorrelationGraph::all_fields(graph),
+            Err(_) => Ok(None),
+        })
+    }
+
+    /// Unhashable, as stormlog's graph is: it holds dicts.
+    fn __hash__(&self) -> PyResult<isize> {
+        Err(PyTypeError::new_err("unhashable type: 'dict'"))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let counts = self.counts(py)?;
+        Ok(format!(
+            "CorrelationGraph(run_id={}, counts={})",
+            self.run_id(py)?.bind(py).repr()?,
+            counts.repr()?
+        ))
+    }
+}
+
+/// Overlap-aware GPU time of one run (stormlog's `RunAccounting`).
+#[pyclass(frozen, module = "tally.accounting", name = "RunAccounting")]
+pub struct RunAccounting {
+    run_id: Py<PyAny>,
+    iterations: Py<PyAny>,
+    device_totals: Py<PyAny>,
+    unattributed_activity_refs: Py<PyAny>,
+    unmeasured_gpu_activity_refs: Py<PyAny>,
+    /// The Rust accounting the fields were made from, for
+    /// `validate_request_shares`; None for one built in Python.
+    owned: Option<Arc<OwnedAccounting>>,
+}
+
+impl RunAccounting {
+    const FIELDS: &'static [&'static str] = &[
+        "run_id",
+        "iterations",
+        "device_totals",
+        "unattributed_activity_refs",
+        "unmeasured_gpu_activity_refs",
+    ];
+
+    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            py,
+            [
+                self.run_id.clone_ref(py),
+                self.iterations.clone_ref(py),
+                self.device_totals.clone_ref(py),
+                self.unattributed_activity_refs.clone_ref(py),
+                self.unmeasured_gpu_activity_refs.clone_ref(py),
+            ],
+        )
+    }
+
+    fn from_owned(py: Python<'_>, owned: Arc<OwnedAccounting>) -> PyResult<Self> {
+        let accounting = owned.borrow_dependent();
+        // One object per device clock, shared by every dict that names it.
+        let mut clocks: Vec<(CoreClock<'_>, Py<PyAny>)> = Vec::new();
+        fn clock<'a>(
+            py: Python<'_>,
+            clocks: &mut Vec<(CoreClock<'a>, Py<PyAny>)>,
+            key: &CoreClock<'a>,
+        ) -> PyResult<Py<PyAny>> {
+            if let Some((_, object)) = clocks.iter().find(|(known, _)| known == key) {
+                return Ok(object.clone_ref(py));
+            }
+            let object = DeviceClock::of(py, key)?;
+            clocks.push((*key, object.clone_ref(py)));
+            Ok(object)
+        }
+        let gpu_time = |py: Python<'_>, time: &CoreGpuTime| -> PyResult<Py<PyAny>> {
+            Ok(Bound::new(
+                py,
+                GpuTime {
+                    summed_activity_ns: time.summed_activity_ns.into_pyobject(py)?.into_any().unbind(),
+                    busy_ns: time.busy_ns.into_pyobject(py)?.into_any().unbind(),
+                    activity_count: time.activity_count.into_pyobject(py)?.into_any().unbind(),
+                },
+            )?
+            .into_any()
+            .unbind())
+        };
+        let iterations = PyDict::new(py);
+        for timing in &accounting.iterations {
+            let gpu = PyDict::new(py);
+            for (key, time) in &timing.gpu {
+                gpu.set_item(clock(py, &mut clocks, key)?, gpu_time(py, time)?)?;
+            }
+            let elapsed = match timing.elapsed_ns {
+                Some(elapsed) => elapsed.into_pyobject(py)?.into_any().unbind(),
+                None => py.None(),
+            };
+            let row = Bound::new(py, IterationTiming { elapsed_ns: elapsed, gpu: gpu.into_any().unbind() })?;
+            iterations.set_item(reference(py, timing.iteration_ref)?, row)?;
+        }
+        let totals = PyDict::new(py);
+        for total in &accounting.device_totals {
+            totals.set_item(clock(py, &mut clocks, &total.clock)?, gpu_time(py, &total.time)?)?;
+        }
+        let references = |list: &[&CoreRef]| -> PyResult<Py<PyAny>> {
+            let items = list.iter().map(|item| reference(py, item)).collect::<PyResult<Vec<_>>>()?;
+            Ok(PyTuple::new(py, items)?.into_any().unbind())
+        };
+        Ok(Self {
+            run_id: match accounting.run_id {
+                Some(run_id) => PyString::new(py, run_id).into_any().unbind(),
+                None => py.None(),
+            },
+            iterations: iterations.into_any().unbind(),
+            device_totals: totals.into_any().unbind(),
+            unattributed_activity_refs: references(&accounting.unattributed_activity_refs)?,
+            unmeasured_gpu_activity_refs: references(&accounting.unmeasured_gpu_activity_refs)?,
+            owned: Some(Arc::clone(&owned)),
+        })
+    }
+}
+
+#[pymethods]
+impl RunAccounting {
+    #[new]
+    #[pyo3(signature = (run_id, iterations, device_totals, unattributed_activity_refs, unmeasured_gpu_activity_refs))]
+    fn new(
+        run_id: Py<PyAny>,
+        iterations: Py<PyAny>,
+        device_totals: Py<PyAny>,
+        unattributed_activity_refs: Py<PyAny>,
+        unmeasured_gpu_activity_refs: Py<PyAny>,
+    ) -> Self {
+        Self {
+            run_id,
+            iterations,
+            device_totals,
+            unattributed_activity_refs,
+            unmeasured_gpu_activity_refs,
+            owned: None,
+        }
+    }
+
+    /// The run ID; None when there were no correlation events.
+    #[getter]
+    fn run_id(&self, py: Python<'_>) -> Py<PyAny> {
+        self.run_id.clone_ref(py)
+    }
+
+    /// `{iteration_ref: IterationTiming}`.
+    #[getter]
+    fn iterations(&self, py: Python<'_>) -> Py<PyAny> {
+        self.iterations.clone_ref(py)
+    }
+
+    /// `{DeviceClock: GpuTime}` for the whole run.
+    #[getter]
+    fn device_totals(&self, py: Python<'_>) -> Py<PyAny> {
+        self.device_totals.clone_ref(py)
+    }
+
+    /// Activities linked to no iteration, sorted by `(producer_id, id)`.
+    #[getter]
+    fn unattributed_activity_refs(&self, py: Python<'_>) -> Py<PyAny> {
+        self.unattributed_activity_refs.clone_ref(py)
+    }
+
+    /// GPU activities without a device clock or a complete span.
+    #[getter]
+    fn unmeasured_gpu_activity_refs(&self, py: Python<'_>) -> Py<PyAny> {
+        self.unmeasured_gpu_activity_refs.clone_ref(py)
+    }
+
+    #[classattr]
+    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
+        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
+    }
+
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        fields_eq(slf.as_any(), other, |value| {
+            Ok(value
+                .cast::<RunAccounting>()
+                .ok()
+                .map(|value| value.get().tuple(value.py()))
+                .transpose()?
+                .map(Bound::unbind))
+        })
+    }
+
+    /// Unhashable, as stormlog's is: it holds dicts.
+    fn __hash__(&self) -> PyResult<isize> {
+        Err(PyTypeError::new_err("unhashable type: 'dict'"))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        fields_repr("RunAccounting", Self::FIELDS, &self.tuple(py)?)
+    }
+}
+
+/// The Rust events of a sequence of Python records; legacy records and
+/// other objects take no part, as in stormlog.
+fn events_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<Arc<CoreEvent>>> {
+    let mut events = Vec::with_capacity(records.len().unwrap_or(0));
+    for record in records.try_iter()? {
+        if let Evidence::Event(event) = evidence(&record?)? {
+            events.push(event);
+        }
+    }
+    Ok(events)
+}
+
+/// Deduplicate events, then resolve references independent of delivery order.
+#[pyfunction]
+pub fn resolve_inference_events(py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<CorrelationGraph> {
+    let events = events_of(records)?;
+    let graph = py
+        .detach(|| {
+            OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
+        })
+        .map_err(invalid)?;
+    Ok(CorrelationGraph::new(GraphData::Events(graph)))
+}
+
+/// Keep summed activity, interval union, and iteration elapsed separate.
+#[pyfunction]
+pub fn account_gpu_time(py: Python<'_>, graph: &Bound<'_, PyAny>) -> PyResult<RunAccounting> {
+    let Ok(graph) = graph.cast::<CorrelationGraph>() else {
+        return Err(PyTypeError::new_err("graph must be a tally.accounting.CorrelationGraph"));
+    };
+    let data = Arc::clone(&graph.get().data);
+    let owned = Arc::new(py.detach(|| account(data)));
+    RunAccounting::from_owned(py, owned)
+}
+
+/// Validate an explicit model against one measured iteration GPU budget.
+#[pyfunction]
+#[pyo3(signature = (graph, accounting, *, iteration_ref, device_clock, shares, unattributed_ns))]
+pub fn validate_request_shares(
+    py: Python<'_>,
+    graph: &Bound<'_, PyAny>,
+    accounting: &Bound<'_, PyAny>,
+    iteration_ref: &Bound<'_, PyAny>,
+    device_clock: &Bound<'_, PyAny>,
+    shares: &Bound<'_, PyAny>,
+    unattributed_ns: &Bound<'_, PyAny>,
+) -> PyResult<ShareBudget> {
+    let Ok(graph) = graph.cast::<CorrelationGraph>() else {
+        return Err(PyTypeError::new_err("graph must be a tally.accounting.CorrelationGraph"));
+    };
+    let owned = accounting.cast::<RunAccounting>().ok().and_then(|accounting| accounting.get().owned.clone());
+    let Some(owned) = owned else {
+        return Err(PyTypeError::new_err("accounting must come from tally.accounting.account_gpu_time"));
+    };
+    let no_budget = || invalid(tally_gpu_time::ShareError::NoBudget);
+    let iteration = PyEntityRef::extract(iteration_ref, "iteration_ref").map_err(|_| no_budget())?;
+    let (uuid, domain, kind) = DeviceClock::parts(device_clock).ok_or_else(no_budget)?;
+    let clock = CoreClock::new(&uuid, &domain, kind);
+    let share_objects: Vec<Bound<'_, PyAny>> = shares.try_iter()?.collect::<PyResult<_>>()?;
+    let estimates = share_objects.iter().map(share_of).collect::<PyResult<Vec<_>>>()?;
+    let remainder = wide_integer(unattributed_ns);
+    let accounting = owned.borrow_dependent();
+    let budget = match &*graph.get().data {
+        GraphData::Events(events) => tally_gpu_time::validate_request_shares(
+            events.borrow_dependent(),
+            accounting,
+            &iteration,
+            &clock,
+            &estimates,
+            remainder,
+        ),
+        GraphData::Streamed(run) => tally_gpu_time::validate_request_shares(
+            &**run, accounting, &iteration, &clock, &estimates, remainder,
+        ),
+    }
+    .map_err(invalid)?;
+    Ok(ShareBudget {
+        iteration_ref: iteration_ref.clone().unbind(),
+        device_clock: device_clock.clone().unbind(),
+        budget_ns: budget.budget_ns.into_pyobject(py)?.into_any().unbind(),
+        shares: PyTuple::new(py, share_objects)?.into_any().unbind(),
+        unattributed_ns: unattributed_ns.clone().unbind(),
+    })
+}
+
+/// Python objects beside the Rust events they stand for.
+type Alignments<'py> = (Vec<Bound<'py, PyAny>>, Vec<Arc<CoreEvent>>);
+
+/// The alignment events among Python objects, with their positions.
+fn alignment_events<'py>(alignments: &Bound<'py, PyAny>) -> PyResult<Alignments<'py>> {
+    let mut objects = Vec::new();
+    let mut events = Vec::new();
+    for item in alignments.try_iter()? {
+        let item = item?;
+        if let Evidence::Event(event) = evidence(&item)? {
+            objects.push(item);
+            events.push(event);
+        }
+    }
+    Ok((objects, events))
+}
+
+fn timestamp_argument(value: &Bound<'_, PyAny>) -> PyResult<i128> {
+    let wide = wide_integer(value);
+    if wide < 0 {
+        return Err(invalid(tally_clock::AlignError::NegativeTimestamp));
+    }
+    Ok(wide)
+}
+
+/// Translate one timestamp while preserving calibration uncertainty.
+#[pyfunction]
+#[pyo3(signature = (timestamp_ns, *, from_clock_domain, to_clock_domain, alignments))]
+pub fn align_timestamp(
+    py: Python<'_>,
+    timestamp_ns: &Bound<'_, PyAny>,
+    from_clock_domain: &str,
+    to_clock_domain: &str,
+    alignments: &Bound<'_, PyAny>,
+) -> PyResult<AlignedTimestamp> {
+    let timestamp = timestamp_argument(timestamp_ns)?;
+    let (_, events) = alignment_events(alignments)?;
+    let aligned = tally_clock::align_timestamp(
+        timestamp,
+        from_clock_domain,
+        to_clock_domain,
+        events.iter().map(|e| &**e),
+    )
+    .map_err(|error| invalid(error.stormlog_message()))?;
+    Ok(AlignedTimestamp {
+        value_ns: aligned.value_ns.into_pyobject(py)?.into_any().unbind(),
+        uncertainty_ns: aligned.uncertainty_ns.into_pyobject(py)?.into_any().unbind(),
+        clock_domain: PyString::new(py, aligned.clock_domain).into_any().unbind(),
+    })
+}
+
+/// Return the alignments whose domains and validity window cover a timestamp.
+#[pyfunction]
+#[pyo3(signature = (timestamp_ns, *, from_clock_domain, to_clock_domain, alignments))]
+pub fn covering_alignments<'py>(
+    timestamp_ns: &Bound<'py, PyAny>,
+    from_clock_domain: &str,
+    to_clock_domain: &str,
+    alignments: &Bound<'py, PyAny>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let timestamp: i128 = timestamp_ns.extract()?;
+    let (objects, events) = alignment_events(alignments)?;
+    let covering = tally_clock::covering_alignments(
+        timestamp,
+        from_clock_domain,
+        to_clock_domain,
+        events.iter().map(|e| &**e),
+    );
+    Ok(covering
+        .into_iter()
+        .filter_map(|found| events.iter().position(|event| std::ptr::eq(&**event, found)))
+        .map(|index| objects[index].clone())
+        .collect())
+}
+
+/// The interval the true offset lies in: `offset ± uncertainty`, except for
+/// a legacy execution-import alignment, whose offset is the bracket's lower
+/// end and whose `gap_ns` is its width.
+#[pyfunction]
+pub fn alignment_offset_bounds(alignment: &Bound<'_, PyAny>) -> PyResult<(i128, i128)> {
+    match evidence(alignment)? {
+        Evidence::Event(event) => tally_clock::alignment_offset_bounds(&event)
+            .ok_or_else(|| PyValueError::new_err("alignment must be a ClockAlignmentEvent")),
+        _ => Err(PyValueError::new_err("alignment must be a ClockAlignmentEvent")),
+    }
+}
+
+/// Reads the artifacts (or traces) of one run and accounts its GPU time as
+/// `tally account` does: streamed, no event kept, the GIL released.
+/// Returns `(graph, accounting)`; the graph has no event tables.
+#[pyfunction]
+pub fn account_paths(
+    py: Python<'_>,
+    paths: &Bound<'_, PyAny>,
+) -> PyResult<(CorrelationGraph, RunAccounting)> {
+    let paths: Vec<PathBuf> = if paths.cast::<PyString>().is_ok() {
+        vec![paths.extract()?]
+    } else {
+        paths.try_iter()?.map(|path| path?.extract()).collect::<PyResult<_>>()?
+    };
+    let run = py.detach(|| tally::run::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
+    let data = Arc::new(GraphData::Streamed(Box::new(run)));
+    let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
+    let accounting = RunAccounting::from_owned(py, owned)?;
+    let graph = CorrelationGraph {
+        data,
+        requests: PyOnceLock::new(),
+        iterations: PyOnceLock::new(),
+        stages: PyOnceLock::new(),
+        memberships: PyOnceLock::new(),
+        activities: PyOnceLock::new(),
+        alignments: PyOnceLock::new(),
+        unresolved: PyOnceLock::new(),
+    };
+    Ok((graph, accounting))
+}

@@ -1,0 +1,930 @@
+//! stormlog's event model (`stormlog.infer.correlation_events`) as Python
+//! classes over tally-core's types: `EntityRef`, `CorrelationContext`, the
+//! eight event classes under `CorrelationEvent`, `LegacyInferenceRecord`, and
+//! `parse_inference_record`.
+//!
+//! Each object holds the validated Rust value; constructing one builds the
+//! JSON record stormlog's `to_record()` would give and lets tally-core parse
+//! it, so every rule (and its message) is tally-core's. What is checked here
+//! is only what Python's own machinery checks in stormlog: keyword names,
+//! and that a field holding an object holds the right class.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
+use serde_json::{Map, Value};
+use tally_core::{
+    ActivityRef, CorrelationContext as CoreContext, CorrelationEvent as CoreEvent, EntityRef as CoreRef,
+    EventBody, EventType, InferenceRecord, NonEmptyString,
+};
+
+use crate::convert::{dict_to_json, map_to_python, to_json, to_python};
+
+/// A tally-core rule's rejection as the `ValueError` stormlog raises.
+pub fn invalid(error: impl std::fmt::Display) -> PyErr {
+    PyValueError::new_err(error.to_string())
+}
+
+fn unhashable() -> PyErr {
+    PyTypeError::new_err("unhashable type: 'dict'")
+}
+
+fn hash_of(value: &impl Hash) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    value.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// `repr()` of each `(name, value)` as a dataclass shows its fields.
+fn dataclass_repr(class: &str, fields: &[(&str, Bound<'_, PyAny>)]) -> PyResult<String> {
+    let mut text = format!("{class}(");
+    for (index, (name, value)) in fields.iter().enumerate() {
+        if index > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(name);
+        text.push('=');
+        text.push_str(&value.repr()?.to_string());
+    }
+    text.push(')');
+    Ok(text)
+}
+
+/// An ID scoped to its producer within a run (stormlog's `EntityRef`).
+#[pyclass(frozen, module = "tally.accounting", name = "EntityRef")]
+#[derive(Clone)]
+pub struct PyEntityRef {
+    pub inner: CoreRef,
+}
+
+impl PyEntityRef {
+    pub fn wrap<'py>(py: Python<'py>, reference: &CoreRef) -> PyResult<Bound<'py, PyAny>> {
+        Ok(Bound::new(py, PyEntityRef { inner: reference.clone() })?.into_any())
+    }
+
+    /// The reference a Python object stands for: tally's `EntityRef`, or
+    /// any object with string `producer_id` and `id` (stormlog's own).
+    pub fn extract(value: &Bound<'_, PyAny>, name: &str) -> PyResult<CoreRef> {
+        if let Ok(reference) = value.cast::<PyEntityRef>() {
+            return Ok(reference.get().inner.clone());
+        }
+        let part = |attribute: &str| -> Option<String> {
+            value.getattr(attribute).ok()?.cast::<PyString>().ok()?.to_str().ok().map(str::to_owned)
+        };
+        match (part("producer_id"), part("id")) {
+            (Some(producer_id), Some(id)) => CoreRef::new(producer_id, id).map_err(invalid),
+            _ => Err(PyValueError::new_err(format!("{name} must be an EntityRef"))),
+        }
+    }
+}
+
+fn text_argument(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
+    match value.cast::<PyString>() {
+        Ok(text) => Ok(text.to_str()?.to_owned()),
+        Err(_) => Err(PyValueError::new_err(format!("{name} must be a non-empty string"))),
+    }
+}
+
+#[pymethods]
+impl PyEntityRef {
+    #[new]
+    #[pyo3(signature = (producer_id, id))]
+    fn new(producer_id: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let producer_id = text_argument(producer_id, "producer_id")?;
+        let id = text_argument(id, "id")?;
+        Ok(Self { inner: CoreRef::new(producer_id, id).map_err(invalid)? })
+    }
+
+    /// The producer that minted the ID.
+    #[getter]
+    fn producer_id(&self) -> &str {
+        self.inner.producer_id()
+    }
+
+    /// The ID within its producer.
+    #[getter]
+    fn id(&self) -> &str {
+        self.inner.id()
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyEntityRef>() {
+            Ok(other) => Ok(pyo3::types::PyBool::new(py, self.inner == other.get().inner)
+                .to_owned()
+                .into_any()
+                .unbind()),
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __hash__(&self) -> u64 {
+        hash_of(&self.inner)
+    }
+
+    fn __repr__(&self) -> String {
+        format!("EntityRef(producer_id={:?}, id={:?})", self.inner.producer_id(), self.inner.id())
+            .replace('"', "'")
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, (String, String))> {
+        let inner = &slf.get().inner;
+        Ok((slf.get_type(), (inner.producer_id().to_owned(), inner.id().to_owned())))
+    }
+}
+
+const CONTEXT_FIELDS: [&str; 19] = [
+    "run_id",
+    "session_id",
+    "producer_id",
+    "source",
+    "clock_domain",
+    "clock_kind",
+    "collection_mode",
+    "provenance",
+    "source_version",
+    "engine",
+    "engine_version",
+    "backend",
+    "backend_version",
+    "host",
+    "pid",
+    "device_uuid",
+    "rank",
+    "local_rank",
+    "world_size",
+];
+
+/// Capture identity and evidence quality shared by one emitted record
+/// (stormlog's `CorrelationContext`).
+#[pyclass(frozen, module = "tally.accounting", name = "CorrelationContext")]
+pub struct PyContext {
+    pub inner: Arc<CoreContext>,
+}
+
+impl PyContext {
+    fn json(&self) -> Map<String, Value> {
+        match self.inner.to_json() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        }
+    }
+
+    /// The context a Python object stands for: tally's, or anything with
+    /// stormlog's fields (read through `to_json` of its attributes).
+    pub fn extract(value: &Bound<'_, PyAny>) -> PyResult<Arc<CoreContext>> {
+        if let Ok(context) = value.cast::<PyContext>() {
+            return Ok(Arc::clone(&context.get().inner));
+        }
+        Err(PyValueError::new_err("context must be a CorrelationContext"))
+    }
+}
+
+#[pymethods]
+impl PyContext {
+    #[new]
+    #[pyo3(signature = (
+        run_id, session_id, producer_id, source, clock_domain, clock_kind, collection_mode, provenance,
+        source_version=None, engine=None, engine_version=None, backend=None, backend_version=None,
+        host=None, pid=None, device_uuid=None, rank=None, local_rank=None, world_size=None
+    ))]
+    #[allow(clippy::too_many_arguments, reason = "stormlog's signature, field for field")]
+    fn new(
+        run_id: &Bound<'_, PyAny>,
+        session_id: &Bound<'_, PyAny>,
+        producer_id: &Bound<'_, PyAny>,
+        source: &Bound<'_, PyAny>,
+        clock_domain: &Bound<'_, PyAny>,
+        clock_kind: &Bound<'_, PyAny>,
+        collection_mode: &Bound<'_, PyAny>,
+        provenance: &Bound<'_, PyAny>,
+        source_version: Option<&Bound<'_, PyAny>>,
+        engine: Option<&Bound<'_, PyAny>>,
+        engine_version: Option<&Bound<'_, PyAny>>,
+        backend: Option<&Bound<'_, PyAny>>,
+        backend_version: Option<&Bound<'_, PyAny>>,
+        host: Option<&Bound<'_, PyAny>>,
+        pid: Option<&Bound<'_, PyAny>>,
+        device_uuid: Option<&Bound<'_, PyAny>>,
+        rank: Option<&Bound<'_, PyAny>>,
+        local_rank: Option<&Bound<'_, PyAny>>,
+        world_size: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let values = [
+            Some(run_id),
+            Some(session_id),
+            Some(producer_id),
+            Some(source),
+            Some(clock_domain),
+            Some(clock_kind),
+            Some(collection_mode),
+            Some(provenance),
+            source_version,
+            engine,
+            engine_version,
+            backend,
+            backend_version,
+            host,
+            pid,
+            device_uuid,
+            rank,
+            local_rank,
+            world_size,
+        ];
+        let mut map = Map::new();
+        for (name, value) in CONTEXT_FIELDS.iter().zip(values) {
+            if let Some(value) = value {
+                map.insert((*name).to_owned(), to_json(value)?);
+            }
+        }
+        let inner = CoreContext::from_json(Value::Object(map)).map_err(invalid)?;
+        Ok(Self { inner: Arc::new(inner) })
+    }
+
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let map = slf.get().json();
+        match map.get(name) {
+            Some(value) => to_python(slf.py(), value),
+            None => Err(pyo3::exceptions::PyAttributeError::new_err(format!(
+                "'CorrelationContext' object has no attribute '{name}'"
+            ))),
+        }
+    }
+
+    fn __dir__(&self) -> Vec<&'static str> {
+        CONTEXT_FIELDS.to_vec()
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyContext>() {
+            Ok(other) => {
+                let equal = Arc::ptr_eq(&self.inner, &other.get().inner) || *self.inner == *other.get().inner;
+                Ok(pyo3::types::PyBool::new(py, equal).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __hash__(&self) -> u64 {
+        hash_of(&*self.inner)
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        let map = slf.get().json();
+        let fields = CONTEXT_FIELDS
+            .iter()
+            .map(|name| Ok((*name, to_python(py, map.get(*name).unwrap_or(&Value::Null))?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        dataclass_repr("CorrelationContext", &fields)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        let py = slf.py();
+        let module = py.import("tally._native")?;
+        Ok((module.getattr("_context_from_dict")?, (map_to_python(py, &slf.get().json())?,)))
+    }
+}
+
+/// Rebuilds a context from its dict (pickling).
+#[pyfunction]
+pub fn _context_from_dict(values: &Bound<'_, PyDict>) -> PyResult<PyContext> {
+    let inner = CoreContext::from_json(Value::Object(dict_to_json(values)?)).map_err(invalid)?;
+    Ok(PyContext { inner: Arc::new(inner) })
+}
+
+/// Common event identity; the subclasses hold the event-specific evidence
+/// (stormlog's `CorrelationEvent`).
+#[pyclass(frozen, subclass, module = "tally.accounting", name = "CorrelationEvent")]
+pub struct PyEvent {
+    pub inner: Arc<CoreEvent>,
+}
+
+/// One value of an event field, borrowed from the event.
+enum FieldValue<'a> {
+    Reference(Option<&'a CoreRef>),
+    Count(Option<u64>),
+    Signed(i64),
+    Text(Option<&'a str>),
+    Flag(bool),
+    Names(&'a [NonEmptyString]),
+}
+
+impl FieldValue<'_> {
+    fn to_python<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(match self {
+            FieldValue::Reference(Some(reference)) => PyEntityRef::wrap(py, reference)?,
+            FieldValue::Reference(None) | FieldValue::Count(None) | FieldValue::Text(None) => {
+                py.None().into_bound(py)
+            }
+            FieldValue::Count(Some(count)) => count.into_pyobject(py)?.into_any(),
+            FieldValue::Signed(value) => value.into_pyobject(py)?.into_any(),
+            FieldValue::Text(Some(text)) => PyString::new(py, text).into_any(),
+            FieldValue::Flag(flag) => pyo3::types::PyBool::new(py, *flag).to_owned().into_any(),
+            FieldValue::Names(names) => PyList::new(py, names.iter().map(|name| name.as_str()))?.into_any(),
+        })
+    }
+}
+
+/// The event-specific field `name` of `event`, as stormlog names it.
+fn field<'a>(event: &'a CoreEvent, name: &str) -> Option<FieldValue<'a>> {
+    use FieldValue::*;
+    let text = |value: &'a Option<NonEmptyString>| Text(value.as_deref());
+    Some(match (event.body(), name) {
+        (EventBody::Artifact(body), "artifact_kind") => Text(Some(&body.artifact_kind)),
+        (EventBody::Artifact(body), "created_at_ns") => Count(Some(body.created_at_ns)),
+        (EventBody::Request(body), "request_ref") => Reference(Some(&body.request_ref)),
+        (EventBody::Request(body), "attempt_ref") => Reference(body.attempt_ref.as_ref()),
+        (EventBody::Request(body), "backend_request_ref") => Reference(body.backend_request_ref.as_ref()),
+        (EventBody::Request(body), "status") => text(&body.status),
+        (EventBody::Iteration(body), "iteration_ref") => Reference(Some(&body.iteration_ref)),
+        (EventBody::Iteration(body), "batch_ref") => Reference(body.batch_ref.as_ref()),
+        (EventBody::Stage(body), "stage_ref") => Reference(Some(&body.stage_ref)),
+        (EventBody::Stage(body), "name") => Text(Some(&body.name)),
+        (EventBody::Stage(body), "request_ref") => Reference(body.request_ref.as_ref()),
+        (EventBody::Stage(body), "iteration_ref") => Reference(body.iteration_ref.as_ref()),
+        (EventBody::Membership(body), "request_ref") => Reference(Some(&body.request_ref)),
+        (EventBody::Membership(body), "iteration_ref") => Reference(Some(&body.iteration_ref)),
+        (EventBody::Membership(body), "role") => Text(Some(&body.role)),
+        (EventBody::Membership(body), "attempt_ref") => Reference(body.attempt_ref.as_ref()),
+        (EventBody::ActivityRef(body), name) => return activity_field(body, name),
+        (EventBody::Capabilities(body), "component") => Text(Some(body.component())),
+        (EventBody::Capabilities(body), "available") => Flag(body.available()),
+        (EventBody::Capabilities(body), "supported") => Names(body.supported()),
+        (EventBody::Capabilities(body), "enabled") => Names(body.enabled()),
+        (EventBody::Capabilities(body), "collected") => Names(body.collected()),
+        (EventBody::ClockAlignment(body), "from_clock_domain") => Text(Some(&body.from_clock_domain)),
+        (EventBody::ClockAlignment(body), "to_clock_domain") => Text(Some(&body.to_clock_domain)),
+        (EventBody::ClockAlignment(body), "offset_ns") => Signed(body.offset_ns),
+        (EventBody::ClockAlignment(body), "uncertainty_ns") => Count(Some(body.uncertainty_ns)),
+        (EventBody::ClockAlignment(body), "valid_from_ns") => Count(body.validity.start_ns()),
+        (EventBody::ClockAlignment(body), "valid_to_ns") => Count(body.validity.end_ns()),
+        (body, "start_ns") => Count(body.span()?.start_ns()),
+        (body, "end_ns") => Count(body.span()?.end_ns()),
+        (EventBody::Request(body), tokens) => token_field(&body.tokens, tokens)?,
+        (EventBody::Stage(body), tokens) => token_field(&body.tokens, tokens)?,
+        (EventBody::Membership(body), tokens) => token_field(&body.tokens, tokens)?,
+        _ => return None,
+    })
+}
+
+fn token_field<'a>(tokens: &tally_core::TokenCounts, name: &str) -> Option<FieldValue<'a>> {
+    Some(FieldValue::Count(match name {
+        "input_tokens" => tokens.input_tokens,
+        "output_tokens" => tokens.output_tokens,
+        "kv_bytes" => tokens.kv_bytes,
+        _ => return None,
+    }))
+}
+
+fn activity_field<'a>(body: &'a ActivityRef, name: &str) -> Option<FieldValue<'a>> {
+    use FieldValue::*;
+    Some(match name {
+        "activity_ref" => Reference(Some(&body.activity_ref)),
+        "activity_kind" => Text(Some(&body.activity_kind)),
+        "attribution_status" => Text(Some(body.attribution_status())),
+        "activity_domain" => Text(Some(body.activity_domain.as_str())),
+        "iteration_ref" => Reference(body.iteration_ref.as_ref()),
+        "correlation_scope" => Reference(body.correlation_scope.as_ref()),
+        "trace_attachment_id" => Text(body.trace_attachment_id.as_deref()),
+        "runtime_correlation_id" => Count(body.runtime_correlation_id),
+        "cuda_correlation_id" => Count(body.cuda_correlation_id),
+        "stream_id" => Count(body.stream_id),
+        "graph_id" => Count(body.graph_id),
+        "start_ns" => Count(body.span.start_ns()),
+        "end_ns" => Count(body.span.end_ns()),
+        _ => return None,
+    })
+}
+
+/// The stormlog fields of each event type after the common three (context,
+/// event_id, metadata), in declaration order, and which are required.
+struct EventFields {
+    class: &'static str,
+    required: &'static [&'static str],
+    optional: &'static [&'static str],
+    /// The fields holding an `EntityRef`.
+    references: &'static [&'static str],
+}
+
+fn fields_of(event_type: EventType) -> &'static EventFields {
+    match event_type {
+        EventType::Artifact => &EventFields {
+            class: "ArtifactIdentityEvent",
+            required: &["artifact_kind", "created_at_ns"],
+            optional: &[],
+            references: &[],
+        },
+        EventType::Request => &EventFields {
+            class: "RequestEvent",
+            required: &["request_ref"],
+            optional: &[
+                "attempt_ref",
+                "backend_request_ref",
+                "start_ns",
+                "end_ns",
+                "status",
+                "input_tokens",
+                "output_tokens",
+                "kv_bytes",
+            ],
+            references: &["request_ref", "attempt_ref", "backend_request_ref"],
+        },
+        EventType::Iteration => &EventFields {
+            class: "IterationEvent",
+            required: &["iteration_ref"],
+            optional: &["batch_ref", "start_ns", "end_ns"],
+            references: &["iteration_ref", "batch_ref"],
+        },
+        EventType::Stage => &EventFields {
+            class: "StageEvent",
+            required: &["stage_ref", "name"],
+            optional: &[
+                "request_ref",
+                "iteration_ref",
+                "start_ns",
+                "end_ns",
+                "input_tokens",
+                "output_tokens",
+                "kv_bytes",
+            ],
+            references: &["stage_ref", "request_ref", "iteration_ref"],
+        },
+        EventType::Membership => &EventFields {
+            class: "MembershipEvent",
+            required: &["request_ref", "iteration_ref", "role"],
+            optional: &["attempt_ref", "input_tokens", "output_tokens", "kv_bytes"],
+            references: &["request_ref", "iteration_ref", "attempt_ref"],
+        },
+        EventType::ActivityRef => &EventFields {
+            class: "ActivityReferenceEvent",
+            required: &["activity_ref", "activity_kind", "attribution_status"],
+            optional: &[
+                "activity_domain",
+                "iteration_ref",
+                "correlation_scope",
+                "trace_attachment_id",
+                "runtime_correlation_id",
+                "cuda_correlation_id",
+                "stream_id",
+                "graph_id",
+                "start_ns",
+                "end_ns",
+            ],
+            references: &["activity_ref", "iteration_ref", "correlation_scope"],
+        },
+        EventType::Capabilities => &EventFields {
+            class: "CapabilityEvent",
+            required: &["component", "available"],
+            optional: &["supported", "enabled", "collected"],
+            references: &[],
+        },
+        EventType::ClockAlignment => &EventFields {
+            class: "ClockAlignmentEvent",
+            required: &["from_clock_domain", "to_clock_domain", "offset_ns", "uncertainty_ns"],
+            optional: &["valid_from_ns", "valid_to_ns"],
+            references: &[],
+        },
+    }
+}
+
+/// Builds an event from a dataclass-style keyword call: the record
+/// stormlog's `to_record()` would give for those values, parsed by
+/// tally-core with the context object's value.
+fn construct(
+    py: Python<'_>,
+    event_type: EventType,
+    kwargs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Arc<CoreEvent>> {
+    let fields = fields_of(event_type);
+    let class = fields.class;
+    let empty = PyDict::new(py);
+    let kwargs = kwargs.unwrap_or(&empty);
+    let known = |name: &str| {
+        ["context", "event_id", "metadata"].contains(&name)
+            || fields.required.contains(&name)
+            || fields.optional.contains(&name)
+    };
+    for key in kwargs.keys() {
+        let key = key.str()?.to_string();
+        if !known(&key) {
+            return Err(PyTypeError::new_err(format!(
+                "{class}.__init__() got an unexpected keyword argument '{key}'"
+            )));
+        }
+    }
+    let missing: Vec<String> = ["context", "event_id"]
+        .iter()
+        .chain(fields.required)
+        .filter(|name| !kwargs.contains(**name).unwrap_or(false))
+        .map(|name| format!("'{name}'"))
+        .collect();
+    if !missing.is_empty() {
+        let count = missing.len();
+        let noun = if count == 1 { "argument" } else { "arguments" };
+        let names = match missing.as_slice() {
+            [only] => only.clone(),
+            [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+            [] => String::new(),
+        };
+        return Err(PyTypeError::new_err(format!(
+            "{class}.__init__() missing {count} required keyword-only {noun}: {names}"
+        )));
+    }
+    let context = match kwargs.get_item("context")? {
+        Some(value) => PyContext::extract(&value)?,
+        None => return Err(PyValueError::new_err("context must be a CorrelationContext")),
+    };
+    let mut record = Map::new();
+    for (key, value) in kwargs.iter() {
+        let key = key.str()?.to_string();
+        if key == "context" {
+            continue;
+        }
+        let json = if fields.references.contains(&key.as_str()) {
+            if value.is_none() {
+                if fields.required.contains(&key.as_str()) {
+                    return Err(PyValueError::new_err(format!("{key} must be an EntityRef")));
+                }
+                Value::Null
+            } else {
+                PyEntityRef::extract(&value, &key)?.to_json()
+            }
+        } else {
+            to_json(&value)?
+        };
+        record.insert(key, json);
+    }
+    let intervals = event_type == EventType::ActivityRef
+        && matches!(record.get("metadata"), Some(Value::Object(metadata)) if metadata.contains_key("intervals"));
+    record.insert("schema_version".into(), Value::from(if intervals { 3 } else { 2 }));
+    record.insert("event_type".into(), Value::from(event_type.as_str()));
+    match tally_core::parse_record_map(record, |_| Ok(context)).map_err(invalid)? {
+        InferenceRecord::Event(event) => Ok(Arc::new(event)),
+        InferenceRecord::Legacy(_) => Err(PyValueError::new_err("event_type must name an inference event")),
+    }
+}
+
+#[pymethods]
+impl PyEvent {
+    /// The capture context.
+    #[getter]
+    fn context(&self) -> PyContext {
+        PyContext { inner: Arc::clone(self.inner.context_arc()) }
+    }
+
+    /// The event's ID, unique per (session, producer).
+    #[getter]
+    fn event_id(&self) -> &str {
+        self.inner.event_id()
+    }
+
+    /// Free-form metadata (a new dict on each access: the event is immutable).
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        map_to_python(py, self.inner.metadata().as_map())
+    }
+
+    /// 3 for an activity whose metadata names `intervals`, else 2.
+    #[getter]
+    fn schema_version(&self) -> u32 {
+        self.inner.schema_version()
+    }
+
+    /// Only local monotonic spans have an unqualified duration.
+    #[getter]
+    fn elapsed_ns(&self) -> Option<u64> {
+        self.inner.elapsed_ns()
+    }
+
+    /// The embedded JSON record stormlog writes for this event.
+    fn to_record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        map_to_python(py, &self.inner.to_record())
+    }
+
+    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        match other.cast::<PyEvent>() {
+            Ok(theirs) if slf.get_type().is(other.get_type()) => {
+                Ok(pyo3::types::PyBool::new(py, *slf.get().inner == *theirs.get().inner)
+                    .to_owned()
+                    .into_any()
+                    .unbind())
+            }
+            _ => Ok(py.NotImplemented()),
+        }
+    }
+
+    /// Unhashable, as stormlog's events are: their metadata is a dict.
+    fn __hash__(&self) -> PyResult<u64> {
+        Err(unhashable())
+    }
+
+    fn __repr__(slf: &Bound<'_, Self>) -> PyResult<String> {
+        let py = slf.py();
+        let event = &slf.get().inner;
+        let fields = fields_of(event.event_type());
+        let mut shown: Vec<(&str, Bound<'_, PyAny>)> = vec![
+            ("context", Bound::new(py, PyContext { inner: Arc::clone(event.context_arc()) })?.into_any()),
+            ("event_id", PyString::new(py, event.event_id()).into_any()),
+            ("metadata", map_to_python(py, event.metadata().as_map())?.into_any()),
+        ];
+        for name in fields.required.iter().chain(fields.optional) {
+            if let Some(value) = field(event, name) {
+                shown.push((name, value.to_python(py)?));
+            }
+        }
+        dataclass_repr(fields.class, &shown)
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyDict>,))> {
+        let py = slf.py();
+        let module = py.import("tally._native")?;
+        Ok((module.getattr("parse_inference_record")?, (map_to_python(py, &slf.get().inner.to_record())?,)))
+    }
+}
+
+/// A field getter of an event subclass.
+fn get_field<'py>(event: &Bound<'py, PyEvent>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+    match field(&event.get().inner, name) {
+        Some(value) => value.to_python(event.py()),
+        None => Err(pyo3::exceptions::PyAttributeError::new_err(name.to_owned())),
+    }
+}
+
+macro_rules! event_class {
+    ($rust:ident, $name:literal, $event_type:expr, $type_name:literal, $doc:literal, [$($field:ident),* $(,)?]) => {
+        #[doc = $doc]
+        #[pyclass(frozen, extends = PyEvent, module = "tally.accounting", name = $name)]
+        pub struct $rust;
+
+        #[pymethods]
+        impl $rust {
+            /// The `event_type` this class is written as.
+            #[classattr]
+            const EVENT_TYPE: &'static str = $type_name;
+
+            #[new]
+            #[pyo3(signature = (**kwargs))]
+            fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
+                let inner = construct(py, $event_type, kwargs)?;
+                Ok(PyClassInitializer::from(PyEvent { inner }).add_subclass($rust))
+            }
+
+            $(
+                #[getter]
+                fn $field<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                    get_field(slf.as_super(), stringify!($field))
+                }
+            )*
+        }
+    };
+}
+
+event_class!(
+    ArtifactIdentityEvent,
+    "ArtifactIdentityEvent",
+    EventType::Artifact,
+    "infer.artifact",
+    "Versioned run identity for an inference JSONL artifact.",
+    [artifact_kind, created_at_ns]
+);
+event_class!(
+    RequestEvent,
+    "RequestEvent",
+    EventType::Request,
+    "infer.request",
+    "One logical request observation; attempts are separate identities.",
+    [
+        request_ref,
+        attempt_ref,
+        backend_request_ref,
+        start_ns,
+        end_ns,
+        status,
+        input_tokens,
+        output_tokens,
+        kv_bytes
+    ]
+);
+event_class!(
+    IterationEvent,
+    "IterationEvent",
+    EventType::Iteration,
+    "infer.iteration",
+    "One server execution iteration, recorded once for all participants.",
+    [iteration_ref, batch_ref, start_ns, end_ns]
+);
+event_class!(
+    StageEvent,
+    "StageEvent",
+    EventType::Stage,
+    "infer.stage",
+    "A generic named stage span, for LLM and non-LLM workloads.",
+    [stage_ref, name, request_ref, iteration_ref, start_ns, end_ns, input_tokens, output_tokens, kv_bytes]
+);
+event_class!(
+    MembershipEvent,
+    "MembershipEvent",
+    EventType::Membership,
+    "infer.membership",
+    "One request's role in one shared execution iteration.",
+    [request_ref, iteration_ref, role, attempt_ref, input_tokens, output_tokens, kv_bytes]
+);
+event_class!(
+    ActivityReferenceEvent,
+    "ActivityReferenceEvent",
+    EventType::ActivityRef,
+    "infer.activity_ref",
+    "A scoped trace activity and its optional link to an iteration.",
+    [
+        activity_ref,
+        activity_kind,
+        attribution_status,
+        activity_domain,
+        iteration_ref,
+        correlation_scope,
+        trace_attachment_id,
+        runtime_correlation_id,
+        cuda_correlation_id,
+        stream_id,
+        graph_id,
+        start_ns,
+        end_ns
+    ]
+);
+event_class!(
+    CapabilityEvent,
+    "CapabilityEvent",
+    EventType::Capabilities,
+    "infer.capabilities",
+    "Availability and outcome for one optional capture component.",
+    [component, available, supported, enabled, collected]
+);
+event_class!(
+    ClockAlignmentEvent,
+    "ClockAlignmentEvent",
+    EventType::ClockAlignment,
+    "infer.clock_alignment",
+    "Offset and uncertainty for comparing two distinct clock domains.",
+    [from_clock_domain, to_clock_domain, offset_ns, uncertainty_ns, valid_from_ns, valid_to_ns]
+);
+
+/// An unchanged v1 record; server correlation remains unknown
+/// (stormlog's `LegacyInferenceRecord`).
+#[pyclass(frozen, module = "tally.accounting", name = "LegacyInferenceRecord")]
+pub struct PyLegacy {
+    pub raw: Map<String, Value>,
+}
+
+#[pymethods]
+impl PyLegacy {
+    #[new]
+    #[pyo3(signature = (raw))]
+    fn new(raw: &Bound<'_, PyDict>) -> PyResult<Self> {
+        Ok(Self { raw: dict_to_json(raw)? })
+    }
+
+    /// The record as read.
+    #[getter]
+    fn raw<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        map_to_python(py, &self.raw)
+    }
+
+    /// A copy of the record.
+    fn to_record<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        map_to_python(py, &self.raw)
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        let py = other.py();
+        match other.cast::<PyLegacy>() {
+            Ok(theirs) => {
+                let equal = tally_core::python_json_eq(
+                    &Value::Object(self.raw.clone()),
+                    &Value::Object(theirs.get().raw.clone()),
+                );
+                Ok(pyo3::types::PyBool::new(py, equal).to_owned().into_any().unbind())
+            }
+            Err(_) => Ok(py.NotImplemented()),
+        }
+    }
+
+    fn __hash__(&self) -> PyResult<u64> {
+        Err(unhashable())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        dataclass_repr("LegacyInferenceRecord", &[("raw", map_to_python(py, &self.raw)?.into_any())])
+    }
+}
+
+/// The Python object for one parsed record.
+pub fn record_to_python(py: Python<'_>, record: InferenceRecord) -> PyResult<Bound<'_, PyAny>> {
+    match record {
+        InferenceRecord::Event(event) => event_to_python(py, Arc::new(event)),
+        InferenceRecord::Legacy(legacy) => {
+            Ok(Bound::new(py, PyLegacy { raw: legacy.raw().clone() })?.into_any())
+        }
+    }
+}
+
+/// The Python object of the event's class for one event.
+pub fn event_to_python(py: Python<'_>, event: Arc<CoreEvent>) -> PyResult<Bound<'_, PyAny>> {
+    let event_type = event.event_type();
+    let base = PyClassInitializer::from(PyEvent { inner: event });
+    Ok(match event_type {
+        EventType::Artifact => Bound::new(py, base.add_subclass(ArtifactIdentityEvent))?.into_any(),
+        EventType::Request => Bound::new(py, base.add_subclass(RequestEvent))?.into_any(),
+        EventType::Iteration => Bound::new(py, base.add_subclass(IterationEvent))?.into_any(),
+        EventType::Stage => Bound::new(py, base.add_subclass(StageEvent))?.into_any(),
+        EventType::Membership => Bound::new(py, base.add_subclass(MembershipEvent))?.into_any(),
+        EventType::ActivityRef => Bound::new(py, base.add_subclass(ActivityReferenceEvent))?.into_any(),
+        EventType::Capabilities => Bound::new(py, base.add_subclass(CapabilityEvent))?.into_any(),
+        EventType::ClockAlignment => Bound::new(py, base.add_subclass(ClockAlignmentEvent))?.into_any(),
+    })
+}
+
+/// What one Python object passed as evidence is.
+pub enum Evidence {
+    /// A correlation event.
+    Event(Arc<CoreEvent>),
+    /// A v1 record.
+    Legacy(Map<String, Value>),
+    /// Neither: stormlog's resolver passes over such objects.
+    Other,
+}
+
+/// Reads one object of a record sequence: tally's event or legacy record
+/// as it is; a dict, or an object with `to_record()` (stormlog's events),
+/// parsed from its record by tally-core.
+pub fn evidence(value: &Bound<'_, PyAny>) -> PyResult<Evidence> {
+    if let Ok(event) = value.cast::<PyEvent>() {
+        return Ok(Evidence::Event(Arc::clone(&event.get().inner)));
+    }
+    if let Ok(legacy) = value.cast::<PyLegacy>() {
+        return Ok(Evidence::Legacy(legacy.get().raw.clone()));
+    }
+    let record = if let Ok(dict) = value.cast::<PyDict>() {
+        dict.clone()
+    } else if let Ok(method) = value.getattr("to_record") {
+        match method.call0()?.cast_into::<PyDict>() {
+            Ok(dict) => dict,
+            Err(_) => return Err(PyValueError::new_err("record must be an object")),
+        }
+    } else {
+        return Ok(Evidence::Other);
+    };
+    match tally_core::parse_inference_record(Value::Object(dict_to_json(&record)?)).map_err(invalid)? {
+        InferenceRecord::Event(event) => Ok(Evidence::Event(Arc::new(event))),
+        InferenceRecord::Legacy(legacy) => Ok(Evidence::Legacy(legacy.raw().clone())),
+    }
+}
+
+/// Parse one embedded v1/v2/v3 JSONL record without fabricating missing
+/// evidence.
+#[pyfunction]
+pub fn parse_inference_record<'py>(record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = record.py();
+    let Ok(dict) = record.cast::<PyDict>() else {
+        return Err(PyValueError::new_err("record must be an object"));
+    };
+    let parsed = tally_core::parse_inference_record(Value::Object(dict_to_json(dict)?)).map_err(invalid)?;
+    record_to_python(py, parsed)
+}
+
+/// Whether `event_type` names a correlation event that carries a context.
+#[pyfunction]
+pub fn is_correlation_event_type(event_type: &Bound<'_, PyAny>) -> bool {
+    event_type
+        .cast::<PyString>()
+        .ok()
+        .and_then(|text| text.to_str().ok().map(|text| EventType::parse(text).is_ok()))
+        .unwrap_or(false)
+}
+
+/// The intervals in which a GPU activity kept its device busy, or None.
+#[pyfunction]
+pub fn activity_busy_intervals<'py>(activity: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = activity.py();
+    let event = match evidence(activity)? {
+        Evidence::Event(event) if event.event_type() == EventType::ActivityRef => event,
+        _ => return Err(PyValueError::new_err("activity must be an ActivityReferenceEvent")),
+    };
+    match event.busy_intervals() {
+        None => Ok(py.None().into_bound(py)),
+        Some(busy) => {
+            let pairs = busy
+                .as_slice()
+                .iter()
+                .map(|interval| PyTuple::new(py, [interval.start_ns(), interval.end_ns()]))
+                .collect::<PyResult<Vec<_>>>()?;
+            Ok(PyList::new(py, pairs)?.into_any())
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! `tally.trace`: profiler traces imported into correlation records, as
+//! `tally import` imports them (tally-trace).
+
+use std::path::PathBuf;
+
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyList, PyString};
+use tally_core::InferenceRecord;
+
+use crate::model::record_to_python;
+
+/// The records `tally import` writes for one run's traces (PyTorch
+/// profiler JSON, plain or gzip, or Nsight Systems SQLite; several traces
+/// are one run, e.g. one per rank), with the GIL released while they are
+/// read. `run_id` defaults to one derived from the paths.
+#[pyfunction]
+#[pyo3(signature = (path, *, run_id=None))]
+pub fn import_trace<'py>(
+    py: Python<'py>,
+    path: &Bound<'py, PyAny>,
+    run_id: Option<String>,
+) -> PyResult<Bound<'py, PyList>> {
+    let paths: Vec<PathBuf> = if path.cast::<PyString>().is_ok() || !path.hasattr("__iter__")? {
+        vec![path.extract()?]
+    } else {
+        path.try_iter()?.map(|item| item?.extract()).collect::<PyResult<_>>()?
+    };
+    let events = py.detach(|| -> Result<Vec<InferenceRecord>, PyErr> {
+        let inputs = paths
+            .iter()
+            .map(|path| tally_trace::open_input(path, Some(tally_trace::InputKind::Trace)))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| PyOSError::new_err(error.to_string()))?;
+        let options =
+            tally::run::default_import_options(&inputs.iter().collect::<Vec<_>>(), run_id.as_deref())
+                .map_err(PyValueError::new_err)?;
+        let mut records = Vec::new();
+        tally::run::for_each_trace_record(inputs, &options, |record| {
+            records.push(record);
+            Ok::<(), String>(())
+        })
+        .map_err(PyValueError::new_err)?;
+        Ok(records)
+    })?;
+    let list = PyList::empty(py);
+    for record in events {
+        list.append(record_to_python(py, record)?)?;
+    }
+    Ok(list)
+}

@@ -1,0 +1,272 @@
+//! One run's evidence, read from its files and resolved as it streams by:
+//! what `tally account` and `tally shares` do before they count, and what
+//! the Python package's `account_paths` does, in one place.
+//!
+//! Artifacts are decoded window by window and pushed into a
+//! [`StreamingResolver`], keeping none of their records; profiler traces
+//! among the inputs are imported together (as `tally import` would) where
+//! the first of them stands. The first rejection ends the read.
+
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
+use tally_core::{InferenceRecord, NonEmptyString};
+use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
+use tally_trace::{ImportOptions, OpenedInput};
+
+/// Why a run could not be read and resolved.
+#[derive(Debug)]
+pub enum RunError {
+    /// An artifact could not be opened or read, or one of its lines broke a
+    /// rule (the error names the file and line).
+    Artifact(ArtifactError),
+    /// The records broke a resolution rule; `source` and `line` name the
+    /// offending record (for imported traces, `line` is the record's number).
+    Resolve {
+        /// The file (or `a + b` for traces imported together).
+        source: String,
+        /// The 1-based line or record number.
+        line: u64,
+        /// The rule.
+        error: ResolveError,
+    },
+    /// An input could not be opened, or its traces not imported.
+    Input(String),
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Artifact(error) => error.fmt(f),
+            RunError::Resolve { source, line, error } => write!(f, "{source}: line {line}: {error}"),
+            RunError::Input(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
+
+/// What a caller may watch of a long read (a progress bar); every method
+/// has a default that does nothing.
+pub trait Watcher {
+    /// An artifact starts to be read from `reader`: the reader to read from
+    /// instead (one that counts its bytes, say).
+    fn reading(&mut self, path: &Path, reader: Box<dyn Read + Send>) -> Box<dyn Read + Send> {
+        let _ = path;
+        reader
+    }
+    /// A window of lines was resolved.
+    fn window_done(&mut self) {}
+    /// The artifact is read.
+    fn finished(&mut self) {}
+}
+
+/// A [`Watcher`] that watches nothing.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Unwatched;
+
+impl Watcher for Unwatched {}
+
+/// How the inputs of a run are read.
+pub struct RunOptions<'a> {
+    /// The longest artifact line accepted
+    /// ([`ReadOptions::max_record_bytes`]).
+    pub max_record_bytes: usize,
+    /// The import options for the traces among the inputs (called once, only
+    /// when there are traces).
+    pub import: &'a dyn Fn(&[&OpenedInput]) -> Result<ImportOptions, String>,
+}
+
+impl fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunOptions").field("max_record_bytes", &self.max_record_bytes).finish_non_exhaustive()
+    }
+}
+
+/// Import options with the defaults every importer uses: the run ID given,
+/// or one derived from the traces' paths; created now; this host.
+pub fn default_import_options(
+    traces: &[&OpenedInput],
+    run_id: Option<&str>,
+) -> Result<ImportOptions, String> {
+    let run_id = match run_id {
+        Some(run_id) => run_id.to_owned(),
+        None => tally_trace::default_run_id(traces),
+    };
+    let run_id = NonEmptyString::new(run_id).map_err(|error| error.to_string())?;
+    let mut options = ImportOptions::new(run_id.clone(), run_id);
+    options.created_at_ns = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| u64::try_from(elapsed.as_nanos()).unwrap_or(u64::MAX));
+    options.importer_host = host_name();
+    Ok(options)
+}
+
+fn host_name() -> Option<NonEmptyString> {
+    let text = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())?;
+    NonEmptyString::new(text.trim()).ok()
+}
+
+/// Opens each path once and decides what it is (`tally_trace::open_input`'s
+/// rule, or `forced`).
+pub fn open_inputs(
+    paths: &[PathBuf],
+    forced: Option<tally_trace::InputKind>,
+) -> Result<Vec<OpenedInput>, RunError> {
+    paths
+        .iter()
+        .map(|path| tally_trace::open_input(path, forced).map_err(|error| RunError::Input(error.to_string())))
+        .collect()
+}
+
+/// The traces imported into one run, each record passed to `each` as soon
+/// as it is built, so none is kept; `each`'s error stops the import and is
+/// returned as it was.
+pub fn for_each_trace_record<E: From<String>>(
+    traces: Vec<OpenedInput>,
+    options: &ImportOptions,
+    mut each: impl FnMut(InferenceRecord) -> Result<(), E>,
+) -> Result<(), E> {
+    let mut refused: Option<E> = None;
+    let outcome = tally_trace::import_inputs(traces, options, &mut |event| {
+        each(InferenceRecord::Event(event)).map_err(|error| {
+            refused = Some(error);
+            "stopped".into()
+        })
+    });
+    match (outcome, refused) {
+        (_, Some(error)) => Err(error),
+        (Err(error), None) => Err(E::from(error.to_string())),
+        (Ok(_), None) => Ok(()),
+    }
+}
+
+/// Lines read per window: small windows keep the decoder's working set at a
+/// few megabytes, and are no slower.
+const WINDOW_BYTES: usize = 1 << 19;
+
+/// Where a record came from, packed into the position the resolver reports
+/// in its errors: the file's index above bit 40, the line below. No table
+/// of positions is kept.
+const LINE_BITS: u32 = 40;
+
+fn position(file: usize, line: u64) -> usize {
+    (file << LINE_BITS) | (line & ((1 << LINE_BITS) - 1)) as usize
+}
+
+/// Reads every input of one run and resolves their records together as
+/// they stream by, keeping none of them: stormlog's rules, file by file, in
+/// order.
+pub fn resolve_inputs(
+    inputs: Vec<OpenedInput>,
+    options: &RunOptions<'_>,
+    watcher: &mut dyn Watcher,
+) -> Result<StreamedRun, RunError> {
+    let mut resolver = StreamingResolver::new();
+    let mut names: Vec<String> = Vec::new();
+    let locate = |names: &[String], error: ResolveError| {
+        let record = error.record();
+        match names.get(record >> LINE_BITS) {
+            Some(name) => RunError::Resolve {
+                source: name.clone(),
+                line: (record & ((1 << LINE_BITS) - 1)) as u64,
+                error,
+            },
+            None => RunError::Input(error.to_string()),
+        }
+    };
+    enum Step {
+        Artifact(OpenedInput),
+        Traces,
+    }
+    let mut traces: Vec<OpenedInput> = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
+    for input in inputs {
+        if input.is_trace() {
+            if traces.is_empty() {
+                steps.push(Step::Traces);
+            }
+            traces.push(input);
+        } else {
+            steps.push(Step::Artifact(input));
+        }
+    }
+    for step in steps {
+        let input = match step {
+            Step::Traces => {
+                // Their "line" is the record's number.
+                let shown: Vec<String> =
+                    traces.iter().map(|input| input.path().display().to_string()).collect();
+                names.push(shown.join(" + "));
+                let file = names.len() - 1;
+                let import = (options.import)(&traces.iter().collect::<Vec<_>>()).map_err(RunError::Input)?;
+                let mut number = 0;
+                let mut rejected: Option<ResolveError> = None;
+                let outcome = for_each_trace_record(std::mem::take(&mut traces), &import, |record| {
+                    number += 1;
+                    resolver.push(position(file, number), &record).map_err(|error| {
+                        rejected = Some(error);
+                        String::from("resolution stopped")
+                    })
+                });
+                if let Some(error) = rejected {
+                    return Err(locate(&names, error));
+                }
+                outcome.map_err(RunError::Input)?;
+                continue;
+            }
+            Step::Artifact(input) => input,
+        };
+        let name = input.path().display().to_string();
+        names.push(name.clone());
+        let file = names.len() - 1;
+        let mut rejected: Option<ResolveError> = None;
+        let path = input.path().to_path_buf();
+        let reader = watcher.reading(&path, input.into_reader());
+        let outcome = std::thread::scope(|scope| {
+            // Spent batches are freed on a thread of their own: the resolver
+            // is the serial part of the pipeline, and freeing thousands of
+            // records per window would lengthen it.
+            let (spent, freeing) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
+            scope.spawn(move || freeing.into_iter().for_each(drop));
+            let read_options = ReadOptions {
+                window_bytes: WINDOW_BYTES,
+                chunk_bytes: WINDOW_BYTES / 8,
+                max_record_bytes: options.max_record_bytes,
+                ..ReadOptions::default()
+            };
+            read_batches(reader, &name, &read_options, |batch| {
+                for (line, record) in batch.lines.iter().zip(&batch.records) {
+                    if let Err(error) = resolver.push(position(file, *line), record) {
+                        rejected = Some(error);
+                        // Stop reading: the first rejection is the answer.
+                        return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+                    }
+                }
+                let _ = spent.send(batch);
+                watcher.window_done();
+                Ok(())
+            })
+        });
+        watcher.finished();
+        if let Some(error) = rejected {
+            return Err(locate(&names, error));
+        }
+        outcome.map_err(RunError::Artifact)?;
+    }
+    resolver.finish().map_err(|error| locate(&names, error))
+}
+
+/// [`resolve_inputs`] of paths, with default import options for traces and
+/// the default record limit: `tally account FILE...` with no flags.
+pub fn resolve_paths(paths: &[PathBuf]) -> Result<StreamedRun, RunError> {
+    let inputs = open_inputs(paths, None)?;
+    let import = |traces: &[&OpenedInput]| default_import_options(traces, None);
+    let options = RunOptions { max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES, import: &import };
+    resolve_inputs(inputs, &options, &mut Unwatched)
+}
