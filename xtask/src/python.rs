@@ -57,3 +57,60 @@ pub(crate) fn status(command: &mut Command, what: &str) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Builds the `tally` Python package (crates/tally-python) as a release
+/// abi3 wheel with maturin, into `target/wheels`, and installs it into the
+/// venv of `python`; cargo's incremental build makes a rebuild of an
+/// unchanged tree take seconds.
+pub(crate) fn install_package(python: &std::path::Path) -> anyhow::Result<()> {
+    let root = workspace_root();
+    let wheels = root.join("target/wheels");
+    // Only this build's wheel may be installed.
+    if let Ok(entries) = std::fs::read_dir(&wheels) {
+        for entry in entries.flatten() {
+            if entry.file_name().to_string_lossy().starts_with("tally-") {
+                std::fs::remove_file(entry.path())?;
+            }
+        }
+    }
+    status(
+        Command::new(python)
+            .current_dir(&root)
+            .args([
+                "-m",
+                "maturin",
+                "build",
+                "--release",
+                "--quiet",
+                "-m",
+                "crates/tally-python/Cargo.toml",
+                "-o",
+            ])
+            .arg(&wheels),
+        "maturin build (crates/tally-python)",
+    )?;
+    let wheel = std::fs::read_dir(&wheels)?
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.file_name().is_some_and(|name| {
+                let name = name.to_string_lossy();
+                name.starts_with("tally-") && name.ends_with(".whl")
+            })
+        })
+        .with_context(|| format!("maturin wrote no tally wheel into {}", wheels.display()))?;
+    status(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--force-reinstall",
+                "--no-deps",
+            ])
+            .arg(&wheel),
+        "pip install the tally wheel",
+    )
+}

@@ -62,9 +62,24 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     let tested = status(
         cargo_at_root().args(["test", "--workspace", "--all-features"]).env("TALLY_SKIP_LOG", &skip_log),
         "cargo test",
-    );
+    )
+    .and_then(|()| python_tests(&python, &environment, &skip_log));
     print_skips(&skip_log)?;
     tested
+}
+
+/// The `tally` Python package, built into the venv, and its pytest suite
+/// (crates/tally-python/tests), after the Rust tests.
+fn python_tests(python: &Path, environment: &[(String, OsString)], skip_log: &Path) -> anyhow::Result<()> {
+    crate::python::install_package(python)?;
+    status(
+        Command::new(python)
+            .current_dir(workspace_root())
+            .envs(environment.iter().map(|(key, value)| (key, value)))
+            .env("TALLY_SKIP_LOG", skip_log)
+            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/tally-python/tests"]),
+        "pytest crates/tally-python/tests",
+    )
 }
 
 /// The skip lines the tests appended, sorted and without repeats (a test
