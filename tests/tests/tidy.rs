@@ -18,7 +18,7 @@ const NATIVE_CRATES: &[&str] = &["tch", "torch-sys", "ort", "ort-sys", "mpi", "m
 
 /// The accounting half: correlation evidence to GPU time.
 const ACCOUNTING_HALF: &[&str] =
-    &["tally-artifact", "tally-clock", "tally-resolve", "tally-gpu-time", "tally-trace"];
+    &["tally-artifact", "tally-clock", "tally-resolve", "tally-gpu-time", "tally-trace", "tally-ingest"];
 
 /// The profile half: the profiler and the framework adapters.
 const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch"];
@@ -38,6 +38,7 @@ const LIGHT_CRATES: &[&str] = &[
     "tally-gpu-time",
     "tally-profile",
     "tally-trace",
+    "tally-ingest",
     "tally-distributed",
 ];
 

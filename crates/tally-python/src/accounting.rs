@@ -1016,7 +1016,7 @@ pub fn account_paths(
     } else {
         paths.try_iter()?.map(|path| path?.extract()).collect::<PyResult<_>>()?
     };
-    let run = py.detach(|| tally::run::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
+    let run = py.detach(|| tally_ingest::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
     let accounting = RunAccounting::from_owned(py, owned)?;

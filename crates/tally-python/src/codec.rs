@@ -26,9 +26,9 @@ pub fn artifact_error(error: &ArtifactError) -> PyErr {
 }
 
 /// A run that could not be read or resolved, as `tally account` words it.
-pub fn run_error(error: tally::run::RunError) -> PyErr {
+pub fn run_error(error: tally_ingest::RunError) -> PyErr {
     match error {
-        tally::run::RunError::Artifact(error) => match error.kind() {
+        tally_ingest::RunError::Artifact(error) => match error.kind() {
             ErrorKind::Io => PyOSError::new_err(error.to_string()),
             _ => PyValueError::new_err(error.to_string()),
         },

@@ -33,10 +33,10 @@ pub fn import_trace<'py>(
             .collect::<Result<Vec<_>, _>>()
             .map_err(|error| PyOSError::new_err(error.to_string()))?;
         let options =
-            tally::run::default_import_options(&inputs.iter().collect::<Vec<_>>(), run_id.as_deref())
+            tally_ingest::default_import_options(&inputs.iter().collect::<Vec<_>>(), run_id.as_deref())
                 .map_err(PyValueError::new_err)?;
         let mut records = Vec::new();
-        tally::run::for_each_trace_record(inputs, &options, |record| {
+        tally_ingest::for_each_trace_record(inputs, &options, |record| {
             records.push(record);
             Ok::<(), String>(())
         })

@@ -14,6 +14,7 @@ pub use tally_cuda as cuda;
 /// Aggregation of worker profiles and rank artifacts; MPI with feature `mpi`.
 pub use tally_distributed as distributed;
 pub use tally_gpu_time as gpu_time;
+pub use tally_ingest as ingest;
 /// The ONNX Runtime adapter (feature `onnx`, on by default).
 #[cfg(feature = "onnx")]
 pub use tally_onnx as onnx;
@@ -23,4 +24,3 @@ pub use tally_resolve as resolve;
 #[cfg(feature = "torch")]
 pub use tally_torch as torch;
 pub use tally_trace as trace;
-pub mod run;

@@ -9,8 +9,8 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tally::run::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_gpu_time::account_gpu_time;
+use tally_ingest::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_resolve::StreamedRun;
 
 use super::progress::Progress;

@@ -14,7 +14,7 @@ use tally_trace::{
 
 /// Opens each of `files` once and decides what it is (see the module docs).
 pub fn open_inputs(files: &[PathBuf], forced: Option<InputKind>) -> Result<Vec<OpenedInput>, String> {
-    tally::run::open_inputs(files, forced).map_err(|error| error.to_string())
+    tally_ingest::open_inputs(files, forced).map_err(|error| error.to_string())
 }
 
 fn parse_input_kind(text: &str) -> Result<InputKind, String> {
@@ -71,7 +71,7 @@ impl TraceArgs {
     /// Import options for `traces`.
     pub fn options(&self, traces: &[&OpenedInput]) -> anyhow::Result<ImportOptions> {
         let paths: Vec<PathBuf> = traces.iter().map(|input| input.path().to_path_buf()).collect();
-        let mut options = tally::run::default_import_options(traces, self.run_id.as_deref())
+        let mut options = tally_ingest::default_import_options(traces, self.run_id.as_deref())
             .map_err(|error| anyhow::anyhow!("--run-id: {error}"))?;
         if let Some(pattern) = &self.iteration_pattern {
             options.iteration_pattern = Regex::new(pattern).context("--iteration-pattern")?;

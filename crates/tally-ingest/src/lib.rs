@@ -2,6 +2,15 @@
 //! what `tally account` and `tally shares` do before they count, and what
 //! the Python package's `account_paths` does, in one place.
 //!
+//! ```no_run
+//! # fn main() -> Result<(), tally_ingest::RunError> {
+//! use tally_resolve::ResolvedEvidence;
+//! let run = tally_ingest::resolve_paths(&["rank0.jsonl".into(), "rank1.jsonl.gz".into()])?;
+//! println!("{} activities", run.counts().activities);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! Artifacts are decoded window by window and pushed into a
 //! [`StreamingResolver`], keeping none of their records; profiler traces
 //! among the inputs are imported together (as `tally import` would) where
