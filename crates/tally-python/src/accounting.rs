@@ -121,6 +121,7 @@ macro_rules! dataclass {
             }
 
             $(
+                #[doc = concat!("stormlog's `", stringify!($field), "` field.")]
                 #[getter]
                 fn $field(&self, py: Python<'_>) -> Py<PyAny> {
                     self.$field.clone_ref(py)

@@ -8,6 +8,7 @@
 mod accounting;
 mod codec;
 mod convert;
+mod decode;
 mod model;
 mod trace;
 
@@ -43,6 +44,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(write_inference_artifact, module)?)?;
     module.add_class::<RecordIterator>()?;
     module.add_class::<CorrelationRecordEncoder>()?;
+    module.add_class::<decode::CorrelationRecordDecoder>()?;
+    module.add_function(wrap_pyfunction!(decode::expand_inference_records, module)?)?;
 
     module.add_class::<CorrelationGraph>()?;
     module.add_class::<RunAccounting>()?;

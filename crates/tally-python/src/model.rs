@@ -677,6 +677,7 @@ macro_rules! event_class {
             }
 
             $(
+                #[doc = concat!("stormlog's `", stringify!($field), "` field.")]
                 #[getter]
                 fn $field<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
                     get_field(slf.as_super(), stringify!($field))

@@ -404,6 +404,17 @@ class CorrelationRecordEncoder:
     def encode_lines(self, record: Any) -> str: ...
 
 @final
+class CorrelationRecordDecoder:
+    """Consumes v4 definitions before the references that name them, one row at a time."""
+
+    def __init__(self) -> None: ...
+    def decode(self, record: Mapping[str, Any]) -> dict[str, Any] | None: ...
+    def decode_event(self, record: Mapping[str, Any]) -> InferenceRecord | None: ...
+
+def expand_inference_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Rows held in memory, definitions consumed and references expanded."""
+
+@final
 class UnresolvedReference:
     """A reference to an entity no event reported."""
 
