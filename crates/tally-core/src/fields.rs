@@ -126,6 +126,20 @@ impl Fields {
         }
     }
 
+    /// [`Self::optional_u64`] of the field `name`, whose error names
+    /// `shown` instead (stormlog's wording for a field it checks under
+    /// another name).
+    pub(crate) fn optional_u64_shown_as(
+        &mut self,
+        name: &'static str,
+        shown: &'static str,
+    ) -> Result<Option<u64>, ValidationError> {
+        match self.present(name) {
+            None => Ok(None),
+            Some(value) => to_u64(&value, shown, true).map(Some),
+        }
+    }
+
     pub(crate) fn required_i64(&mut self, name: &'static str) -> Result<i64, ValidationError> {
         let value = self.map.remove(name).ok_or_else(|| missing(name))?;
         json_integer(&value)

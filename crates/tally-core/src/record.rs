@@ -99,9 +99,39 @@ pub fn parse_record_map(
         return Err(ValidationError::new("context", "context must be an object"));
     }
     let context = context_of(&mut record)?;
+    check_reference_fields(&record)?;
     let event = parse_event(event_type, context, record)?;
     check_declared_version(&event, version)?;
     Ok(InferenceRecord::Event(event))
+}
+
+/// Every reference field stormlog knows, in the order its
+/// `_parse_ref_fields` reads them.
+const REFERENCE_FIELDS: [&str; 8] = [
+    "request_ref",
+    "attempt_ref",
+    "backend_request_ref",
+    "iteration_ref",
+    "batch_ref",
+    "stage_ref",
+    "activity_ref",
+    "correlation_scope",
+];
+
+/// stormlog turns every reference field of a record into an `EntityRef`
+/// before it builds the event, whatever the event type, so a malformed
+/// reference is reported before any other field, and before a field the
+/// event type does not have is refused.
+fn check_reference_fields(record: &Map<String, Value>) -> Result<(), ValidationError> {
+    for name in REFERENCE_FIELDS {
+        match record.get(name) {
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                EntityRef::from_json(value.clone(), name)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_declared_version(event: &CorrelationEvent, version: i128) -> Result<(), ValidationError> {
@@ -129,6 +159,15 @@ fn tokens(fields: &mut Fields) -> Result<TokenCounts, ValidationError> {
 fn span(fields: &mut Fields, start: &'static str, end: &'static str) -> Result<Span, ValidationError> {
     let start_ns = fields.optional_u64(start)?;
     let end_ns = fields.optional_u64(end)?;
+    Span::new(start_ns, end_ns)
+}
+
+/// A clock alignment's validity window. stormlog checks it with the same
+/// `_span` as every other span, so its messages name `start_ns` and
+/// `end_ns`, not `valid_from_ns` and `valid_to_ns`; tally says what it says.
+fn validity(fields: &mut Fields) -> Result<Span, ValidationError> {
+    let start_ns = fields.optional_u64_shown_as("valid_from_ns", "start_ns")?;
+    let end_ns = fields.optional_u64_shown_as("valid_to_ns", "end_ns")?;
     Span::new(start_ns, end_ns)
 }
 
@@ -191,7 +230,7 @@ fn parse_event(
             to_clock_domain: fields.required_string("to_clock_domain")?,
             offset_ns: fields.required_i64("offset_ns")?,
             uncertainty_ns: fields.required_u64("uncertainty_ns")?,
-            validity: span(&mut fields, "valid_from_ns", "valid_to_ns")?,
+            validity: validity(&mut fields)?,
         }),
     };
     fields.finish(event_type.as_str())?;
