@@ -240,17 +240,18 @@ fn parse_event(
 fn parse_activity(fields: &mut Fields) -> Result<ActivityRef, ValidationError> {
     let activity_ref = fields.required_ref("activity_ref")?;
     let activity_kind = fields.required_string("activity_kind")?;
-    let linked = fields.required_choice(
-        "attribution_status",
-        &["unresolved", "linked"],
-        "attribution_status must be linked or unresolved",
-    )? == 1;
+    // stormlog's order: the domain before the attribution status.
     let activity_domain = ActivityDomain::from_index(fields.defaulted_choice(
         "activity_domain",
         &["gpu", "runtime", "cpu", "unknown"],
         3,
         "activity_domain must be gpu, runtime, cpu, or unknown",
     )?);
+    let linked = fields.required_choice(
+        "attribution_status",
+        &["unresolved", "linked"],
+        "attribution_status must be linked or unresolved",
+    )? == 1;
     let iteration_ref = fields.optional_ref("iteration_ref")?;
     if iteration_ref.is_some() != linked {
         return Err(ValidationError::new(

@@ -54,6 +54,44 @@ fn dataclass_repr(class: &str, fields: &[(&str, Bound<'_, PyAny>)]) -> PyResult<
     Ok(text)
 }
 
+/// Fields whose value stormlog tests with `in {...}`, which raises
+/// `TypeError` for an unhashable value (a list, a dict) where the field's
+/// rule is checked.
+const SET_TESTED_FIELDS: [&str; 5] =
+    ["clock_kind", "collection_mode", "provenance", "activity_domain", "attribution_status"];
+
+/// A keyword argument's value as the JSON tally-core's rules read. A value
+/// with no JSON form (an object, NaN) is a value no field but `metadata`
+/// accepts, so it is given as one every such rule rejects (an object with
+/// an empty key; for `metadata`, null), and the field's own rule words the
+/// error, as stormlog's does. An unhashable value of a set-tested field is
+/// noted in `unhashable`, with its type name, for [`rejected`].
+fn field_json(
+    name: &str,
+    value: &Bound<'_, PyAny>,
+    unhashable: &mut Vec<(String, String)>,
+) -> PyResult<Value> {
+    if SET_TESTED_FIELDS.contains(&name) && value.hash().is_err() {
+        unhashable.push((name.to_owned(), value.get_type().name()?.to_string()));
+    }
+    match to_json(value) {
+        Ok(json) => Ok(json),
+        Err(_) if name == "metadata" && value.cast::<PyDict>().is_err() => Ok(Value::Null),
+        Err(error) if name == "metadata" => Err(error),
+        Err(_) => Ok(serde_json::json!({"": null})),
+    }
+}
+
+/// tally-core's rejection of a constructed value as stormlog raises it: a
+/// `ValueError`, or Python's own `TypeError` when the broken rule is a set
+/// test of an unhashable value.
+fn rejected(error: &tally_core::ValidationError, unhashable: &[(String, String)]) -> PyErr {
+    match unhashable.iter().find(|(name, _)| name == error.field()) {
+        Some((_, type_name)) => PyTypeError::new_err(format!("unhashable type: '{type_name}'")),
+        None => invalid(error),
+    }
+}
+
 /// An ID scoped to its producer within a run (stormlog's `EntityRef`).
 #[pyclass(frozen, module = "tally.accounting", name = "EntityRef")]
 #[derive(Clone)]
@@ -236,12 +274,14 @@ impl PyContext {
             world_size,
         ];
         let mut map = Map::new();
+        let mut unhashable = Vec::new();
         for (name, value) in CONTEXT_FIELDS.iter().zip(values) {
             if let Some(value) = value {
-                map.insert((*name).to_owned(), to_json(value)?);
+                map.insert((*name).to_owned(), field_json(name, value, &mut unhashable)?);
             }
         }
-        let inner = CoreContext::from_json(Value::Object(map)).map_err(invalid)?;
+        let inner =
+            CoreContext::from_json(Value::Object(map)).map_err(|error| rejected(&error, &unhashable))?;
         Ok(Self { inner: Arc::new(inner) })
     }
 
@@ -541,6 +581,7 @@ fn construct(
         None => return Err(PyValueError::new_err("context must be a CorrelationContext")),
     };
     let mut record = Map::new();
+    let mut unhashable = Vec::new();
     for (key, value) in kwargs.iter() {
         let key = key.str()?.to_string();
         if key == "context" {
@@ -556,7 +597,7 @@ fn construct(
                 PyEntityRef::extract(&value, &key)?.to_json()
             }
         } else {
-            to_json(&value)?
+            field_json(&key, &value, &mut unhashable)?
         };
         record.insert(key, json);
     }
@@ -564,7 +605,14 @@ fn construct(
         && matches!(record.get("metadata"), Some(Value::Object(metadata)) if metadata.contains_key("intervals"));
     record.insert("schema_version".into(), Value::from(if intervals { 3 } else { 2 }));
     record.insert("event_type".into(), Value::from(event_type.as_str()));
-    match tally_core::parse_record_map(record, |_| Ok(context)).map_err(invalid)? {
+    // The record's context is the object given; tally-core asks that the
+    // record hold one, and takes it out through `context_of`.
+    record.insert("context".into(), Value::Object(Map::new()));
+    let context_of = |map: &mut Map<String, Value>| {
+        map.remove("context");
+        Ok(context)
+    };
+    match tally_core::parse_record_map(record, context_of).map_err(|error| rejected(&error, &unhashable))? {
         InferenceRecord::Event(event) => Ok(Arc::new(event)),
         InferenceRecord::Legacy(_) => Err(PyValueError::new_err("event_type must name an inference event")),
     }
@@ -818,6 +866,10 @@ impl PyLegacy {
 
     fn __hash__(&self) -> PyResult<u64> {
         Err(unhashable())
+    }
+
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, PyType>, (Bound<'py, PyDict>,))> {
+        Ok((slf.get_type(), (map_to_python(slf.py(), &slf.get().raw)?,)))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
