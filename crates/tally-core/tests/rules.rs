@@ -386,3 +386,36 @@ fn elapsed_only_on_monotonic_clocks() {
         assert_eq!(parsed.as_event().expect("event").elapsed_ns(), None, "{clock}");
     }
 }
+
+/// Which rule is reported, and how, where stormlog's order or wording is
+/// not the field's own (found by the Python package's live suite).
+#[test]
+fn stormlogs_order_and_wording_of_three_rules() {
+    let message = |event_type: &str, change: Value| {
+        let mut record = base(event_type);
+        for (key, value) in change.as_object().unwrap() {
+            record[key] = value.clone();
+        }
+        parse_inference_record(record).unwrap_err().message().to_owned()
+    };
+    // The validity window is checked by stormlog's `_span`.
+    assert_eq!(
+        message("infer.clock_alignment", json!({"valid_from_ns": -1})),
+        "start_ns must be a non-negative integer or null"
+    );
+    assert_eq!(
+        message("infer.clock_alignment", json!({"valid_to_ns": "x"})),
+        "end_ns must be a non-negative integer or null"
+    );
+    // Every reference field, known to the type or not, before the rest.
+    assert_eq!(
+        message("infer.request", json!({"start_ns": -1, "attempt_ref": "x"})),
+        "attempt_ref must be an object"
+    );
+    assert_eq!(message("infer.artifact", json!({"iteration_ref": 3})), "iteration_ref must be an object");
+    // The activity's domain before its attribution status.
+    assert_eq!(
+        message("infer.activity_ref", json!({"activity_domain": "x", "attribution_status": "x"})),
+        "activity_domain must be gpu, runtime, cpu, or unknown"
+    );
+}

@@ -1012,11 +1012,17 @@ pub fn account_paths(
     py: Python<'_>,
     paths: &Bound<'_, PyAny>,
 ) -> PyResult<(CorrelationGraph, RunAccounting)> {
-    let paths: Vec<PathBuf> = if paths.cast::<PyString>().is_ok() {
+    // One path (`str` or `os.PathLike`), or an iterable of them.
+    let paths: Vec<PathBuf> = if paths.cast::<PyString>().is_ok() || paths.hasattr("__fspath__")? {
         vec![paths.extract()?]
     } else {
         paths.try_iter()?.map(|path| path?.extract()).collect::<PyResult<_>>()?
     };
+    // A path that cannot be opened is Python's OSError of its errno
+    // (FileNotFoundError, PermissionError), as `open` raises it.
+    for path in &paths {
+        std::fs::File::open(path).map_err(PyErr::from)?;
+    }
     let run = py.detach(|| tally_ingest::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
