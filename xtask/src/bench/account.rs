@@ -51,7 +51,7 @@ print(time.perf_counter() - started)
 "#;
 
 /// tally's device totals in the reference script's row form.
-fn device_rows(report: &Value) -> Value {
+pub(super) fn device_rows(report: &Value) -> Value {
     let rows: Vec<Value> = report["device_totals"]
         .as_array()
         .map(|rows| {

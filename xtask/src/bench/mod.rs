@@ -24,6 +24,7 @@ pub mod generate;
 mod onnx;
 mod paired_overhead;
 mod profile;
+mod python_account;
 mod torch;
 mod trace;
 
@@ -33,6 +34,7 @@ type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 const BENCHES: &[(&str, BenchFn)] = &[
     ("artifact", artifact::run),
     ("account", account::run),
+    ("python-account", python_account::run),
     ("profile", profile::run),
     ("distributed", distributed::run),
     ("trace", trace::run),
