@@ -413,6 +413,9 @@ impl RequestShareEstimate {
 #[pyclass(frozen, module = "tally.accounting", name = "CorrelationGraph")]
 pub struct CorrelationGraph {
     data: Arc<GraphData>,
+    /// The Python object each event came as, where it was one of tally's:
+    /// the tables hand those out (as stormlog's hold its input objects).
+    objects: Vec<Option<Py<PyAny>>>,
     requests: PyOnceLock<Py<PyAny>>,
     iterations: PyOnceLock<Py<PyAny>>,
     stages: PyOnceLock<Py<PyAny>>,
@@ -423,9 +426,10 @@ pub struct CorrelationGraph {
 }
 
 impl CorrelationGraph {
-    fn new(data: GraphData) -> Self {
+    fn new(data: GraphData, objects: Vec<Option<Py<PyAny>>>) -> Self {
         Self {
             data: Arc::new(data),
+            objects,
             requests: PyOnceLock::new(),
             iterations: PyOnceLock::new(),
             stages: PyOnceLock::new(),
@@ -476,26 +480,41 @@ impl CorrelationGraph {
 }
 
 /// `{key: event}` of one table, the event objects wrapping the owner's.
+/// The Python object of the event at `index` of the graph's input: the
+/// object it came as, or a new one for an event that came as a dict or a
+/// stormlog object.
+fn event_object<'py>(
+    py: Python<'py>,
+    owner: &[Arc<CoreEvent>],
+    objects: &[Option<Py<PyAny>>],
+    index: usize,
+) -> PyResult<Bound<'py, PyAny>> {
+    match objects.get(index) {
+        Some(Some(object)) => Ok(object.bind(py).clone()),
+        _ => event_to_python(py, Arc::clone(&owner[index])),
+    }
+}
+
 fn table<'a, T: 'a>(
     py: Python<'_>,
-    owner: &[Arc<CoreEvent>],
+    (owner, objects): (&[Arc<CoreEvent>], &[Option<Py<PyAny>>]),
     rows: impl Iterator<Item = &'a tally_resolve::Resolved<'a, T>>,
     key: impl Fn(Python<'_>, &T) -> PyResult<Py<PyAny>>,
 ) -> PyResult<Py<PyAny>> {
+    let _pause = crate::gc::Pause::new(py)?;
     let dict = PyDict::new(py);
     for row in rows {
-        dict.set_item(key(py, row.body)?, event_to_python(py, Arc::clone(&owner[row.record]))?)?;
+        dict.set_item(key(py, row.body)?, event_object(py, owner, objects, row.record)?)?;
     }
     Ok(dict.into_any().unbind())
 }
 
 fn sequence<'a, T: 'a>(
     py: Python<'_>,
-    owner: &[Arc<CoreEvent>],
+    (owner, objects): (&[Arc<CoreEvent>], &[Option<Py<PyAny>>]),
     rows: impl Iterator<Item = &'a tally_resolve::Resolved<'a, T>>,
 ) -> PyResult<Py<PyAny>> {
-    let items =
-        rows.map(|row| event_to_python(py, Arc::clone(&owner[row.record]))).collect::<PyResult<Vec<_>>>()?;
+    let items = rows.map(|row| event_object(py, owner, objects, row.record)).collect::<PyResult<Vec<_>>>()?;
     Ok(PyTuple::new(py, items)?.into_any().unbind())
 }
 
@@ -530,13 +549,21 @@ impl CorrelationGraph {
     fn requests(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("requests")?;
         self.cached(py, &self.requests, || {
-            table(py, graph.borrow_owner(), graph.borrow_dependent().requests().iter(), |py, body| {
-                let key = PyTuple::new(
-                    py,
-                    [reference(py, &body.request_ref)?, optional_reference(py, body.attempt_ref.as_ref())?],
-                )?;
-                Ok(key.into_any().unbind())
-            })
+            table(
+                py,
+                (graph.borrow_owner(), &self.objects),
+                graph.borrow_dependent().requests().iter(),
+                |py, body| {
+                    let key = PyTuple::new(
+                        py,
+                        [
+                            reference(py, &body.request_ref)?,
+                            optional_reference(py, body.attempt_ref.as_ref())?,
+                        ],
+                    )?;
+                    Ok(key.into_any().unbind())
+                },
+            )
         })
     }
 
@@ -545,9 +572,12 @@ impl CorrelationGraph {
     fn iterations(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("iterations")?;
         self.cached(py, &self.iterations, || {
-            table(py, graph.borrow_owner(), graph.borrow_dependent().iterations().iter(), |py, body| {
-                reference(py, &body.iteration_ref)
-            })
+            table(
+                py,
+                (graph.borrow_owner(), &self.objects),
+                graph.borrow_dependent().iterations().iter(),
+                |py, body| reference(py, &body.iteration_ref),
+            )
         })
     }
 
@@ -556,9 +586,12 @@ impl CorrelationGraph {
     fn stages(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("stages")?;
         self.cached(py, &self.stages, || {
-            table(py, graph.borrow_owner(), graph.borrow_dependent().stages().iter(), |py, body| {
-                reference(py, &body.stage_ref)
-            })
+            table(
+                py,
+                (graph.borrow_owner(), &self.objects),
+                graph.borrow_dependent().stages().iter(),
+                |py, body| reference(py, &body.stage_ref),
+            )
         })
     }
 
@@ -567,7 +600,7 @@ impl CorrelationGraph {
     fn memberships(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("memberships")?;
         self.cached(py, &self.memberships, || {
-            sequence(py, graph.borrow_owner(), graph.borrow_dependent().memberships().iter())
+            sequence(py, (graph.borrow_owner(), &self.objects), graph.borrow_dependent().memberships().iter())
         })
     }
 
@@ -576,9 +609,12 @@ impl CorrelationGraph {
     fn activities(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("activities")?;
         self.cached(py, &self.activities, || {
-            table(py, graph.borrow_owner(), graph.borrow_dependent().activities().iter(), |py, body| {
-                reference(py, &body.activity_ref)
-            })
+            table(
+                py,
+                (graph.borrow_owner(), &self.objects),
+                graph.borrow_dependent().activities().iter(),
+                |py, body| reference(py, &body.activity_ref),
+            )
         })
     }
 
@@ -587,7 +623,7 @@ impl CorrelationGraph {
     fn alignments(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let graph = self.events("alignments")?;
         self.cached(py, &self.alignments, || {
-            sequence(py, graph.borrow_owner(), graph.borrow_dependent().alignments().iter())
+            sequence(py, (graph.borrow_owner(), &self.objects), graph.borrow_dependent().alignments().iter())
         })
     }
 
@@ -834,26 +870,34 @@ impl RunAccounting {
 
 /// The Rust events of a sequence of Python records; legacy records and
 /// other objects take no part, as in stormlog.
-fn events_of(records: &Bound<'_, PyAny>) -> PyResult<Vec<Arc<CoreEvent>>> {
-    let mut events = Vec::with_capacity(records.len().unwrap_or(0));
+/// The events of a sequence of records and, for each, the object it came
+/// as where that was one of tally's events.
+type Events = (Vec<Arc<CoreEvent>>, Vec<Option<Py<PyAny>>>);
+
+fn events_of(records: &Bound<'_, PyAny>) -> PyResult<Events> {
+    let capacity = records.len().unwrap_or(0);
+    let (mut events, mut objects) = (Vec::with_capacity(capacity), Vec::with_capacity(capacity));
     for record in records.try_iter()? {
-        if let Evidence::Event(event) = evidence(&record?)? {
+        let record = record?;
+        if let Evidence::Event(event) = evidence(&record)? {
+            let own = record.cast::<crate::model::PyEvent>().is_ok();
+            objects.push(own.then(|| record.unbind()));
             events.push(event);
         }
     }
-    Ok(events)
+    Ok((events, objects))
 }
 
 /// Deduplicate events, then resolve references independent of delivery order.
 #[pyfunction]
 pub fn resolve_inference_events(py: Python<'_>, records: &Bound<'_, PyAny>) -> PyResult<CorrelationGraph> {
-    let events = events_of(records)?;
+    let (events, objects) = events_of(records)?;
     let graph = py
         .detach(|| {
             OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
         })
         .map_err(invalid)?;
-    Ok(CorrelationGraph::new(GraphData::Events(graph)))
+    Ok(CorrelationGraph::new(GraphData::Events(graph), objects))
 }
 
 /// Keep summed activity, interval union, and iteration elapsed separate.
@@ -1029,6 +1073,7 @@ pub fn account_paths(
     let accounting = RunAccounting::from_owned(py, owned)?;
     let graph = CorrelationGraph {
         data,
+        objects: Vec::new(),
         requests: PyOnceLock::new(),
         iterations: PyOnceLock::new(),
         stages: PyOnceLock::new(),

@@ -49,33 +49,77 @@ fn reader(path: &PathBuf) -> PyResult<Reader> {
     Ok(ArtifactReader::new(BufReader::with_capacity(1 << 16, sniffed), path.display().to_string()))
 }
 
-/// Every record of an artifact, decoded in parallel with the GIL released.
-fn read_all(py: Python<'_>, path: &PathBuf) -> PyResult<Vec<InferenceRecord>> {
+/// Streams an artifact into a new list: batches are decoded in parallel
+/// with the GIL released, `prepare` runs on the decoding threads (so what
+/// can be built without Python is built there), and `make` turns each
+/// prepared item into its Python object with the GIL held while the next
+/// batch decodes.
+fn stream_list<'py, T: Send>(
+    py: Python<'py>,
+    path: &PathBuf,
+    prepare: impl Fn(InferenceRecord) -> T + Sync,
+    make: impl Fn(Python<'_>, T) -> PyResult<Bound<'_, PyAny>> + Sync,
+) -> PyResult<Bound<'py, PyList>> {
     let file = open(path)?;
     let name = path.display().to_string();
-    py.detach(|| tally_artifact::read_artifact_from(file, &name)).map_err(|error| artifact_error(&error))
+    let list = PyList::empty(py).unbind();
+    let _pause = crate::gc::Pause::new(py)?;
+    let mut failed: Option<PyErr> = None;
+    let outcome = py.detach(|| {
+        tally_artifact::read_mapped(
+            file,
+            &name,
+            &tally_artifact::ReadOptions::default(),
+            |batch| batch.records.into_iter().map(&prepare).collect::<Vec<T>>(),
+            |items| {
+                Python::attach(|py| {
+                    let list = list.bind(py);
+                    for item in items {
+                        if let Err(error) = make(py, item).and_then(|object| list.append(object)) {
+                            failed = Some(error);
+                            // Stops the read; `failed` is what is raised.
+                            return Err(ArtifactError::whole(&name, ErrorKind::Io, "stopped"));
+                        }
+                    }
+                    Ok(())
+                })
+            },
+        )
+    });
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    outcome.map_err(|error| artifact_error(&error))?;
+    Ok(list.into_bound(py))
+}
+
+/// A record made ready on a decoding thread: an event in its shared box.
+enum Prepared {
+    Event(Arc<tally_core::CorrelationEvent>),
+    Legacy(Box<InferenceRecord>),
 }
 
 /// Read mixed legacy and correlation records in their original order.
 #[pyfunction]
 pub fn load_inference_artifact<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyList>> {
-    let records = read_all(py, &path)?;
-    let list = PyList::empty(py);
-    for record in records {
-        list.append(record_to_python(py, record)?)?;
-    }
-    Ok(list)
+    stream_list(
+        py,
+        &path,
+        |record| match record {
+            InferenceRecord::Event(event) => Prepared::Event(Arc::new(event)),
+            legacy => Prepared::Legacy(Box::new(legacy)),
+        },
+        |py, prepared| match prepared {
+            Prepared::Event(event) => crate::model::event_to_python(py, event),
+            Prepared::Legacy(record) => record_to_python(py, *record),
+        },
+    )
 }
 
 /// Expanded record dicts (contexts restored, definitions consumed).
 #[pyfunction]
 pub fn read_inference_records<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyList>> {
-    let records = read_all(py, &path)?;
-    let list = PyList::empty(py);
-    for record in records {
-        list.append(map_to_python(py, &record.to_record())?)?;
-    }
-    Ok(list)
+    stream_list(py, &path, |record| record.to_record(), |py, map| Ok(map_to_python(py, &map)?.into_any()))
 }
 
 /// What an iterator over an artifact yields.

@@ -9,10 +9,15 @@ mod accounting;
 mod codec;
 mod convert;
 mod decode;
+mod gc;
 mod model;
 mod trace;
 
 use pyo3::prelude::*;
+
+// The module's Rust allocations only; Python's objects keep Python's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The native module; `tally.accounting` and `tally.trace` re-export it.
 #[pymodule]
