@@ -279,6 +279,10 @@ pub(crate) const CONTEXT_FIELDS: [&str; 19] = [
 ];
 
 impl CorrelationContext {
+    /// The field names, in stormlog's declaration order (the order of its
+    /// constructor's parameters).
+    pub const FIELD_NAMES: [&'static str; 19] = CONTEXT_FIELDS;
+
     /// A context with the required fields and no optional ones.
     #[allow(clippy::too_many_arguments, reason = "one argument per required field of the model")]
     pub fn new(

@@ -393,10 +393,10 @@ fn elapsed_only_on_monotonic_clocks() {
 fn stormlogs_order_and_wording_of_three_rules() {
     let message = |event_type: &str, change: Value| {
         let mut record = base(event_type);
-        for (key, value) in change.as_object().unwrap() {
+        for (key, value) in change.as_object().expect("a change is an object") {
             record[key] = value.clone();
         }
-        parse_inference_record(record).unwrap_err().message().to_owned()
+        parse_inference_record(record).expect_err("the change breaks a rule").message().to_owned()
     };
     // The validity window is checked by stormlog's `_span`.
     assert_eq!(

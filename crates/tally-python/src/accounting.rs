@@ -79,31 +79,13 @@ fn fields_eq(
     }
 }
 
-fn fields_repr(class: &str, names: &[&str], values: &Bound<'_, PyTuple>) -> PyResult<String> {
-    let mut text = format!("{class}(");
-    for (index, (name, value)) in names.iter().zip(values.iter()).enumerate() {
-        if index > 0 {
-            text.push_str(", ");
-        }
-        text.push_str(name);
-        text.push('=');
-        text.push_str(&value.repr()?.to_string());
-    }
-    text.push(')');
-    Ok(text)
-}
-
-/// A frozen dataclass of Python values: stormlog's result classes, whose
-/// equality, hash (the field tuple's, so one holding a dict is unhashable)
-/// and repr are a dataclass's.
-macro_rules! dataclass {
-    ($rust:ident, $name:literal, $doc:literal, [$($field:ident),+ $(,)?]) => {
-        #[doc = $doc]
-        #[pyclass(frozen, module = "tally.accounting", name = $name)]
-        pub struct $rust {
-            $(pub $field: Py<PyAny>,)+
-        }
-
+/// The methods a frozen dataclass of Python values has: a getter per
+/// field, `__match_args__`, and equality, hash (the field tuple's, so one
+/// holding a dict is unhashable) and repr as a dataclass's. The struct and
+/// its constructor are written beside each use (a second `#[pymethods]`
+/// block), since their fields, defaults and checks differ.
+macro_rules! dataclass_methods {
+    ($rust:ident, $name:literal, [$($field:ident),+ $(,)?]) => {
         impl $rust {
             const FIELDS: &'static [&'static str] = &[$(stringify!($field)),+];
 
@@ -114,12 +96,6 @@ macro_rules! dataclass {
 
         #[pymethods]
         impl $rust {
-            #[new]
-            #[pyo3(signature = ($($field),+))]
-            fn new($($field: Py<PyAny>),+) -> Self {
-                Self { $($field),+ }
-            }
-
             $(
                 #[doc = concat!("stormlog's `", stringify!($field), "` field.")]
                 #[getter]
@@ -144,7 +120,32 @@ macro_rules! dataclass {
             }
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-                fields_repr($name, Self::FIELDS, &self.tuple(py)?)
+                let values = self.tuple(py)?;
+                let fields: Vec<(&str, Bound<'_, PyAny>)> = Self::FIELDS.iter().copied().zip(values.iter()).collect();
+                crate::model::dataclass_repr($name, &fields)
+            }
+        }
+    };
+}
+
+/// A frozen dataclass whose constructor takes every field, in order, and
+/// checks nothing (as stormlog's result classes).
+macro_rules! dataclass {
+    ($rust:ident, $name:literal, $doc:literal, [$($field:ident),+ $(,)?]) => {
+        #[doc = $doc]
+        #[pyclass(frozen, module = "tally.accounting", name = $name)]
+        pub struct $rust {
+            $(pub $field: Py<PyAny>,)+
+        }
+
+        dataclass_methods!($rust, $name, [$($field),+]);
+
+        #[pymethods]
+        impl $rust {
+            #[new]
+            #[pyo3(signature = ($($field),+))]
+            fn new($($field: Py<PyAny>),+) -> Self {
+                Self { $($field),+ }
             }
         }
     };
@@ -189,16 +190,9 @@ pub struct DeviceClock {
     clock_kind: Py<PyAny>,
 }
 
+dataclass_methods!(DeviceClock, "DeviceClock", [device_uuid, clock_domain, clock_kind]);
+
 impl DeviceClock {
-    const FIELDS: &'static [&'static str] = &["device_uuid", "clock_domain", "clock_kind"];
-
-    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [self.device_uuid.clone_ref(py), self.clock_domain.clone_ref(py), self.clock_kind.clone_ref(py)],
-        )
-    }
-
     fn of(py: Python<'_>, clock: &CoreClock<'_>) -> PyResult<Py<PyAny>> {
         let text = |value: &str| PyString::new(py, value).into_any().unbind();
         Ok(Bound::new(
@@ -236,48 +230,6 @@ impl DeviceClock {
         let clock_kind = clock_kind.unwrap_or_else(|| PyString::new(py, "monotonic").into_any().unbind());
         Self { device_uuid, clock_domain, clock_kind }
     }
-
-    /// The device's UUID.
-    #[getter]
-    fn device_uuid(&self, py: Python<'_>) -> Py<PyAny> {
-        self.device_uuid.clone_ref(py)
-    }
-
-    /// The clock domain its timestamps are on.
-    #[getter]
-    fn clock_domain(&self, py: Python<'_>) -> Py<PyAny> {
-        self.clock_domain.clone_ref(py)
-    }
-
-    /// `monotonic` or `device`.
-    #[getter]
-    fn clock_kind(&self, py: Python<'_>) -> Py<PyAny> {
-        self.clock_kind.clone_ref(py)
-    }
-
-    #[classattr]
-    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
-        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
-    }
-
-    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        fields_eq(slf.as_any(), other, |value| {
-            Ok(value
-                .cast::<DeviceClock>()
-                .ok()
-                .map(|value| value.get().tuple(value.py()))
-                .transpose()?
-                .map(Bound::unbind))
-        })
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.tuple(py)?.hash()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        fields_repr("DeviceClock", Self::FIELDS, &self.tuple(py)?)
-    }
 }
 
 /// One request's modelled share of an iteration's GPU time.
@@ -289,21 +241,11 @@ pub struct RequestShareEstimate {
     attempt_ref: Py<PyAny>,
 }
 
-impl RequestShareEstimate {
-    const FIELDS: &'static [&'static str] = &["request_ref", "duration_ns", "model", "attempt_ref"];
-
-    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                self.request_ref.clone_ref(py),
-                self.duration_ns.clone_ref(py),
-                self.model.clone_ref(py),
-                self.attempt_ref.clone_ref(py),
-            ],
-        )
-    }
-}
+dataclass_methods!(
+    RequestShareEstimate,
+    "RequestShareEstimate",
+    [request_ref, duration_ns, model, attempt_ref]
+);
 
 /// An integer argument as stormlog tests it (`int`, not `bool`), widened;
 /// anything else is `-1`, which the rule then rejects as negative.
@@ -354,54 +296,6 @@ impl RequestShareEstimate {
             return Err(invalid(tally_gpu_time::ShareError::MissingModel));
         }
         Ok(Self { request_ref, duration_ns, model, attempt_ref: attempt_ref.unwrap_or_else(|| py.None()) })
-    }
-
-    /// The request.
-    #[getter]
-    fn request_ref(&self, py: Python<'_>) -> Py<PyAny> {
-        self.request_ref.clone_ref(py)
-    }
-
-    /// Its modelled GPU time.
-    #[getter]
-    fn duration_ns(&self, py: Python<'_>) -> Py<PyAny> {
-        self.duration_ns.clone_ref(py)
-    }
-
-    /// The estimation model's name.
-    #[getter]
-    fn model(&self, py: Python<'_>) -> Py<PyAny> {
-        self.model.clone_ref(py)
-    }
-
-    /// The attempt, when the share is for one attempt.
-    #[getter]
-    fn attempt_ref(&self, py: Python<'_>) -> Py<PyAny> {
-        self.attempt_ref.clone_ref(py)
-    }
-
-    #[classattr]
-    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
-        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
-    }
-
-    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        fields_eq(slf.as_any(), other, |value| {
-            Ok(value
-                .cast::<RequestShareEstimate>()
-                .ok()
-                .map(|value| value.get().tuple(value.py()))
-                .transpose()?
-                .map(Bound::unbind))
-        })
-    }
-
-    fn __hash__(&self, py: Python<'_>) -> PyResult<isize> {
-        self.tuple(py)?.hash()
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        fields_repr("RequestShareEstimate", Self::FIELDS, &self.tuple(py)?)
     }
 }
 
@@ -706,28 +600,13 @@ pub struct RunAccounting {
     owned: Option<Arc<OwnedAccounting>>,
 }
 
+dataclass_methods!(
+    RunAccounting,
+    "RunAccounting",
+    [run_id, iterations, device_totals, unattributed_activity_refs, unmeasured_gpu_activity_refs]
+);
+
 impl RunAccounting {
-    const FIELDS: &'static [&'static str] = &[
-        "run_id",
-        "iterations",
-        "device_totals",
-        "unattributed_activity_refs",
-        "unmeasured_gpu_activity_refs",
-    ];
-
-    fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            py,
-            [
-                self.run_id.clone_ref(py),
-                self.iterations.clone_ref(py),
-                self.device_totals.clone_ref(py),
-                self.unattributed_activity_refs.clone_ref(py),
-                self.unmeasured_gpu_activity_refs.clone_ref(py),
-            ],
-        )
-    }
-
     fn from_owned(py: Python<'_>, owned: Arc<OwnedAccounting>) -> PyResult<Self> {
         let accounting = owned.borrow_dependent();
         // One object per device clock, shared by every dict that names it.
@@ -810,61 +689,6 @@ impl RunAccounting {
             unmeasured_gpu_activity_refs,
             owned: None,
         }
-    }
-
-    /// The run ID; None when there were no correlation events.
-    #[getter]
-    fn run_id(&self, py: Python<'_>) -> Py<PyAny> {
-        self.run_id.clone_ref(py)
-    }
-
-    /// `{iteration_ref: IterationTiming}`.
-    #[getter]
-    fn iterations(&self, py: Python<'_>) -> Py<PyAny> {
-        self.iterations.clone_ref(py)
-    }
-
-    /// `{DeviceClock: GpuTime}` for the whole run.
-    #[getter]
-    fn device_totals(&self, py: Python<'_>) -> Py<PyAny> {
-        self.device_totals.clone_ref(py)
-    }
-
-    /// Activities linked to no iteration, sorted by `(producer_id, id)`.
-    #[getter]
-    fn unattributed_activity_refs(&self, py: Python<'_>) -> Py<PyAny> {
-        self.unattributed_activity_refs.clone_ref(py)
-    }
-
-    /// GPU activities without a device clock or a complete span.
-    #[getter]
-    fn unmeasured_gpu_activity_refs(&self, py: Python<'_>) -> Py<PyAny> {
-        self.unmeasured_gpu_activity_refs.clone_ref(py)
-    }
-
-    #[classattr]
-    fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
-        Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
-    }
-
-    fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        fields_eq(slf.as_any(), other, |value| {
-            Ok(value
-                .cast::<RunAccounting>()
-                .ok()
-                .map(|value| value.get().tuple(value.py()))
-                .transpose()?
-                .map(Bound::unbind))
-        })
-    }
-
-    /// Unhashable, as stormlog's is: it holds dicts.
-    fn __hash__(&self) -> PyResult<isize> {
-        Err(PyTypeError::new_err("unhashable type: 'dict'"))
-    }
-
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        fields_repr("RunAccounting", Self::FIELDS, &self.tuple(py)?)
     }
 }
 

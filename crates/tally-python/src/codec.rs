@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 use tally_artifact::{ArtifactEncoder, ArtifactError, ArtifactReader, ErrorKind, Form, Sniffed};
 use tally_core::InferenceRecord;
 
@@ -258,14 +258,7 @@ impl CorrelationRecordEncoder {
     /// The rows of one record, as dicts: its context's definition first
     /// when it is new.
     fn encode<'py>(&mut self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let list = PyList::new(py, [record])?;
-        let records = records_of(list.as_any())?;
-        let mut out = Vec::new();
-        for record in &records {
-            self.encoder
-                .encode(record, &mut out)
-                .map_err(|error| PyValueError::new_err(error.to_string()))?;
-        }
+        let out = self.lines(record)?;
         let rows = PyList::empty(py);
         for line in out.split(|byte| *byte == b'\n').filter(|line| !line.is_empty()) {
             let value: serde_json::Value =
@@ -277,20 +270,20 @@ impl CorrelationRecordEncoder {
 
     /// The lines of one record as text, each ending in a newline.
     fn encode_lines(&mut self, record: &Bound<'_, PyAny>) -> PyResult<String> {
+        String::from_utf8(self.lines(record)?).map_err(|error| PyValueError::new_err(error.to_string()))
+    }
+}
+
+impl CorrelationRecordEncoder {
+    /// The artifact lines of one record given as any accepted object.
+    fn lines(&mut self, record: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
         let list = PyList::new(record.py(), [record])?;
-        let records = records_of(list.as_any())?;
         let mut out = Vec::new();
-        for record in &records {
+        for record in &records_of(list.as_any())? {
             self.encoder
                 .encode(record, &mut out)
                 .map_err(|error| PyValueError::new_err(error.to_string()))?;
         }
-        String::from_utf8(out).map_err(|error| PyValueError::new_err(error.to_string()))
+        Ok(out)
     }
-}
-
-/// A dict for a record given as any of the accepted objects.
-#[allow(dead_code, reason = "kept beside records_of for the encoder's single-record path")]
-fn record_dict<'py>(py: Python<'py>, record: &InferenceRecord) -> PyResult<Bound<'py, PyDict>> {
-    map_to_python(py, &record.to_record())
 }

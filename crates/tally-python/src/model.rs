@@ -40,7 +40,7 @@ fn hash_of(value: &impl Hash) -> u64 {
 }
 
 /// `repr()` of each `(name, value)` as a dataclass shows its fields.
-fn dataclass_repr(class: &str, fields: &[(&str, Bound<'_, PyAny>)]) -> PyResult<String> {
+pub fn dataclass_repr(class: &str, fields: &[(&str, Bound<'_, PyAny>)]) -> PyResult<String> {
     let mut text = format!("{class}(");
     for (index, (name, value)) in fields.iter().enumerate() {
         if index > 0 {
@@ -175,27 +175,8 @@ impl PyEntityRef {
     }
 }
 
-const CONTEXT_FIELDS: [&str; 19] = [
-    "run_id",
-    "session_id",
-    "producer_id",
-    "source",
-    "clock_domain",
-    "clock_kind",
-    "collection_mode",
-    "provenance",
-    "source_version",
-    "engine",
-    "engine_version",
-    "backend",
-    "backend_version",
-    "host",
-    "pid",
-    "device_uuid",
-    "rank",
-    "local_rank",
-    "world_size",
-];
+/// stormlog's order of a context's fields (its constructor's parameters).
+const CONTEXT_FIELDS: [&str; 19] = CoreContext::FIELD_NAMES;
 
 /// Capture identity and evidence quality shared by one emitted record
 /// (stormlog's `CorrelationContext`).
