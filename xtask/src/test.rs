@@ -77,6 +77,9 @@ fn python_tests(python: &Path, environment: &[(String, OsString)], skip_log: &Pa
             .current_dir(workspace_root())
             .envs(environment.iter().map(|(key, value)| (key, value)))
             .env("TALLY_SKIP_LOG", skip_log)
+            // The command the suite compares `tally.trace` with: the debug
+            // build `cargo test` just made.
+            .env("TALLY_BIN", workspace_root().join("target/debug/tally"))
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/tally-python/tests"]),
         "pytest crates/tally-python/tests",
     )

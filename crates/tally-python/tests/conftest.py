@@ -13,6 +13,7 @@ Python data (tuples, dicts, strings, integers), so that a comparison says
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -202,3 +203,15 @@ def assert_same_failure(storm: Callable[[], Any], tally: Callable[[], Any], *, p
     else:
         assert tally_message == storm_message
     return storm_message
+
+
+def pytest_runtest_logreport(report):
+    """A skipped test says why in ``TALLY_SKIP_LOG`` too, so ``cargo xtask
+    test`` lists it beside the Rust tests' skips instead of it passing
+    silently in pytest's summary."""
+    # An expected failure is a documented difference, not a skip.
+    if not report.skipped or hasattr(report, "wasxfail") or not os.environ.get("TALLY_SKIP_LOG"):
+        return
+    reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+    with open(os.environ["TALLY_SKIP_LOG"], "a", encoding="utf-8") as log:
+        log.write(f"skipped: pytest {report.nodeid}: {reason}\n")
