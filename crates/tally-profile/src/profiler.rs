@@ -301,6 +301,17 @@ impl<C: Clock> ResourceProfiler<C> {
     /// Runs `call` and measures it. The value is returned untouched; when the
     /// profiler is disabled, the call just runs.
     pub fn measure_call<T>(&mut self, call: impl FnOnce() -> T, spec: CallSpec) -> T {
+        match self.measure_fallible(|| Ok::<T, std::convert::Infallible>(call()), spec) {
+            Ok(value) => value,
+            Err(never) => match never {},
+        }
+    }
+
+    /// [`ResourceProfiler::measure_call`] of a call that can fail, as
+    /// vertebrae measures a Python call that raises: the error is returned
+    /// untouched and the call is not recorded (nor synchronized after), but
+    /// the host-memory window still observes it.
+    pub fn measure_fallible<T, E>(&mut self, call: impl FnOnce() -> Result<T, E>, spec: CallSpec) -> Result<T, E> {
         if !self.config.enabled {
             return call();
         }
@@ -328,7 +339,7 @@ impl<C: Clock> ResourceProfiler<C> {
         }
         let start = self.clock.now_ns();
         let outcome = catch_unwind(AssertUnwindSafe(call));
-        if outcome.is_ok() {
+        if matches!(outcome, Ok(Ok(_))) {
             let after = self.synchronize();
             self.accumulate_synchronization(after);
         }
@@ -337,7 +348,8 @@ impl<C: Clock> ResourceProfiler<C> {
             window.observe();
         }
         match outcome {
-            Ok(value) => {
+            Ok(Err(error)) => Err(error),
+            Ok(Ok(value)) => {
                 self.records.push(CallRecord {
                     duration_ns: end.saturating_sub(start),
                     samples: spec.samples,
@@ -345,7 +357,7 @@ impl<C: Clock> ResourceProfiler<C> {
                     materialized: spec.materialized,
                     includes_fit: spec.includes_fit,
                 });
-                value
+                Ok(value)
             }
             Err(payload) => resume_unwind(payload),
         }

@@ -104,6 +104,22 @@ fn disabled_profiler_only_runs_the_call() {
 }
 
 #[test]
+fn a_failed_call_is_returned_and_not_recorded_as_vertebrae_does() {
+    let counts = Rc::new(Counts::default());
+    let adapter = Counting { calls: Rc::clone(&counts), ..Counting::default() };
+    let mut profiler = ResourceProfiler::new(host_off()).with_adapter(Box::new(adapter));
+    let failed = profiler.measure_fallible(|| Err::<u32, &str>("boom"), CallSpec::new(4, "batch"));
+    assert_eq!(failed, Err("boom"));
+    assert!(profiler.records().is_empty(), "vertebrae appends no record for a call that raised");
+    // Synchronized before the call only: the raise skips the one after.
+    assert_eq!(counts.synchronize.get(), 1);
+    let value = profiler.measure_fallible(|| Ok::<u32, &str>(7), CallSpec::new(4, "batch"));
+    assert_eq!(value, Ok(7));
+    assert_eq!(profiler.records().len(), 1);
+    assert_eq!(counts.synchronize.get(), 3);
+}
+
+#[test]
 fn hooks_run_as_often_as_vertebrae_runs_them() {
     let counts = Rc::new(Counts::default());
     let adapter = Counting { calls: Rc::clone(&counts), ..Default::default() };
