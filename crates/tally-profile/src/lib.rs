@@ -58,6 +58,7 @@
 
 mod adapter;
 mod clock;
+mod config;
 mod deployment;
 mod embedding;
 mod host;
@@ -70,6 +71,7 @@ mod sys;
 
 pub use adapter::{BaseResourceProfileAdapter, HookError, ResourceProfileAdapter};
 pub use clock::{Clock, MonotonicClock};
+pub use config::ResourceProfilingConfig;
 pub use deployment::deployment_artifact_footprint;
 pub use embedding::{
     EmbeddingError, EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore, PersistedSizes, StoreError,

@@ -311,7 +311,11 @@ impl<C: Clock> ResourceProfiler<C> {
     /// vertebrae measures a Python call that raises: the error is returned
     /// untouched and the call is not recorded (nor synchronized after), but
     /// the host-memory window still observes it.
-    pub fn measure_fallible<T, E>(&mut self, call: impl FnOnce() -> Result<T, E>, spec: CallSpec) -> Result<T, E> {
+    pub fn measure_fallible<T, E>(
+        &mut self,
+        call: impl FnOnce() -> Result<T, E>,
+        spec: CallSpec,
+    ) -> Result<T, E> {
         if !self.config.enabled {
             return call();
         }
