@@ -27,7 +27,7 @@ const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "ta
 const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch"];
 
 /// The crates that may see both halves.
-const BOTH_HALVES: &[&str] = &["tally-distributed", "tally"];
+const BOTH_HALVES: &[&str] = &["tally-distributed", "tally", "tally-python"];
 
 /// Crates a user may take alone, expecting no native runtime with them.
 const LIGHT_CRATES: &[&str] = &[

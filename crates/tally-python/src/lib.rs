@@ -11,6 +11,7 @@ mod convert;
 mod decode;
 mod gc;
 mod model;
+mod profiling;
 mod trace;
 
 use pyo3::prelude::*;
@@ -70,6 +71,15 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(account_paths, module)?)?;
 
     module.add_function(wrap_pyfunction!(trace::import_trace, module)?)?;
+
+    module.add_function(wrap_pyfunction!(profiling::_check_dataclass, module)?)?;
+    profiling::register(module)?;
+    module.add_class::<profiling::ResourceProfiler>()?;
+    module.add_class::<profiling::BaseResourceProfileAdapter>()?;
+    module.add_function(wrap_pyfunction!(profiling::resource_profile_columns, module)?)?;
+    module.add_function(wrap_pyfunction!(profiling::resource_profile_from_dict, module)?)?;
+    module.add_function(wrap_pyfunction!(profiling::distributed_resource_profile_from_dict, module)?)?;
+    module.add_function(wrap_pyfunction!(profiling::resource_profile_like_from_dict, module)?)?;
     module.add("CORRELATION_SCHEMA_VERSION", tally_core::CORRELATION_SCHEMA_VERSION)?;
     module.add("ACTIVITY_INTERVALS_SCHEMA_VERSION", tally_core::ACTIVITY_INTERVALS_SCHEMA_VERSION)?;
     module.add("CONTEXT_REFERENCE_SCHEMA_VERSION", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;

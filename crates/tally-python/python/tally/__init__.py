@@ -8,6 +8,6 @@ profiler traces (PyTorch profiler JSON, Nsight Systems SQLite) into the same
 records.
 """
 
-from . import accounting, trace
+from . import accounting, profiling, trace
 
-__all__ = ["accounting", "trace"]
+__all__ = ["accounting", "profiling", "trace"]
