@@ -5,7 +5,8 @@ The classes and functions mirror stormlog 0.4.3's
 ``correlation_accounting``; ``tally.accounting`` re-exports them.
 """
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from os import PathLike
 from typing import Any, ClassVar, final
 
@@ -573,3 +574,262 @@ def account_paths(paths: _Path | Iterable[_Path]) -> tuple[CorrelationGraph, Run
 
 def import_trace(path: _Path | Iterable[_Path], *, run_id: str | None = None) -> list[InferenceRecord]:
     """The records ``tally import`` writes for one run's traces."""
+
+# tally.profiling: vertebrae 1.1.0's vertebrae.profiling (dataclasses made at import).
+
+@dataclass(frozen=True)
+class AdapterOperationResult:
+    """Outcome of an optional framework-specific profiling operation."""
+
+    status: str
+    reason: str | None = None
+
+@dataclass(frozen=True)
+class ResourceAdapterMetadata:
+    """Framework, device, and synchronization context supplied by an adapter."""
+
+    backend: str | None = None
+    device: str | None = None
+    device_resolution: str = "unavailable"
+    asynchronous: bool = False
+    synchronization_method: str | None = None
+    weight_dtypes: tuple[str, ...] = ()
+
+@dataclass(frozen=True)
+class DeviceMemoryMeasurement:
+    """Framework allocator memory observed for one profiling session."""
+
+    status: str
+    backend: str | None = None
+    device: str | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    measurement_scope: str | None = None
+    unavailable_reason: str | None = None
+
+@dataclass(frozen=True)
+class ModelFootprintMeasurement:
+    """In-memory model state exposed by a framework adapter."""
+
+    status: str
+    parameter_count: int | None = None
+    parameter_bytes: int | None = None
+    trainable_parameter_count: int | None = None
+    trainable_parameter_bytes: int | None = None
+    buffer_bytes: int | None = None
+    in_memory_bytes: int | None = None
+    weight_dtypes: tuple[str, ...] = ()
+    unavailable_reason: str | None = None
+
+@dataclass(frozen=True)
+class DeploymentArtifact:
+    """Explicit local artifact whose deployment footprint should be measured."""
+
+    path: str
+    role: str = "checkpoint"
+    recursive: bool = False
+
+@dataclass(frozen=True)
+class ArtifactFootprint:
+    """Measured footprint for one declared deployment artifact."""
+
+    path: str
+    resolved_path: str
+    role: str
+    recursive: bool
+    status: str
+    bytes: int = 0
+    file_count: int = 0
+    reason: str | None = None
+
+@dataclass
+class InferenceProfile:
+    """First-call and warm latency and throughput of the measured calls."""
+
+    status: str
+    first_call_seconds: float | None = None
+    first_call_includes_fit: bool = False
+    warm_call_count: int = 0
+    warm_mean_seconds: float | None = None
+    warm_median_seconds: float | None = None
+    warm_p95_seconds: float | None = None
+    warm_max_seconds: float | None = None
+    warm_mean_seconds_per_sample: float | None = None
+    total_materialized_seconds: float | None = None
+    materialized_samples: int = 0
+    throughput_samples_per_second: float | None = None
+    batch_sizes: list[int] = field(default_factory=list)
+
+@dataclass
+class HostMemoryProfile:
+    """Process resident-set baseline and peak over the profiling window."""
+
+    status: str
+    baseline_rss_bytes: int | None = None
+    peak_rss_bytes: int | None = None
+    peak_increase_bytes: int | None = None
+    sample_interval_seconds: float | None = None
+
+@dataclass
+class DeviceMemoryProfile:
+    """Framework allocator baseline and peaks over the profiling window."""
+
+    status: str
+    backend: str | None = None
+    device: str | None = None
+    baseline_allocated_bytes: int | None = None
+    baseline_reserved_bytes: int | None = None
+    peak_allocated_bytes: int | None = None
+    peak_reserved_bytes: int | None = None
+    peak_allocated_increase_bytes: int | None = None
+    peak_reserved_increase_bytes: int | None = None
+    measurement_scope: str | None = None
+    unavailable_reason: str | None = None
+
+@dataclass
+class ModelFootprint:
+    """Parameter, in-memory and checkpoint footprint of the model."""
+
+    status: str
+    parameter_status: str = "unavailable"
+    checkpoint_status: str = "unavailable"
+    parameter_count: int | None = None
+    parameter_bytes: int | None = None
+    trainable_parameter_count: int | None = None
+    trainable_parameter_bytes: int | None = None
+    buffer_bytes: int | None = None
+    in_memory_bytes: int | None = None
+    checkpoint_bytes: int | None = None
+    weight_dtypes: list[str] = field(default_factory=list)
+    artifacts: list[ArtifactFootprint] = field(default_factory=list)
+
+@dataclass
+class PersistedArtifactFootprint:
+    """Persisted size of one stored embedding array."""
+
+    status: str
+    bytes: int | None = None
+    uri: str | None = None
+    storage_format: str | None = None
+    reason: str | None = None
+
+@dataclass
+class EmbeddingFootprint:
+    """Resident and persisted size of raw and evaluated embeddings."""
+
+    raw_bytes: int
+    evaluated_bytes: int
+    bytes_per_embedding: float
+    compression_savings_ratio: float
+    raw_persisted: PersistedArtifactFootprint | None = None
+    evaluated_persisted: PersistedArtifactFootprint | None = None
+
+@dataclass
+class ResourceProfile:
+    """The measured resource profile of one local profiling window."""
+
+    status: str
+    inference: InferenceProfile
+    host_memory: HostMemoryProfile
+    device_memory: DeviceMemoryProfile
+    model: ModelFootprint
+    embedding: EmbeddingFootprint | None
+    context: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+@dataclass
+class LatencyDistribution:
+    """Distribution of worker first-call latencies."""
+
+    count: int = 0
+    median_seconds: float | None = None
+    p95_seconds: float | None = None
+    max_seconds: float | None = None
+
+@dataclass
+class DistributedResourceProfile:
+    """Aggregation of independent worker-local profiling windows."""
+
+    status: str
+    shard_count: int
+    profiled_shard_count: int
+    worker_first_calls: LatencyDistribution
+    total_compute_seconds: float | None = None
+    materialized_samples: int = 0
+    aggregate_compute_throughput_samples_per_second: float | None = None
+    warm_call_count: int = 0
+    warm_mean_seconds: float | None = None
+    max_worker_peak_rss_bytes: int | None = None
+    max_worker_peak_rss_shard_key: str | None = None
+    max_worker_peak_device_allocated_bytes: int | None = None
+    max_worker_peak_device_shard_key: str | None = None
+    model: ModelFootprint | None = None
+    embedding: EmbeddingFootprint | None = None
+    shard_persisted_bytes: int | None = None
+    shard_keys: list[str] = field(default_factory=list)
+    context: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    scope: str = "distributed_shards"
+
+@dataclass
+class ResourceProfilingConfig:
+    """Opt-in measurement of extraction cost and representation footprint (vertebrae.config)."""
+
+    enabled: bool = False
+    host_memory: bool = True
+    device_memory: bool = True
+    persisted_storage: bool = True
+    host_sample_interval_seconds: float = 0.01
+    quality_tolerance: float = 0.01
+
+class BaseResourceProfileAdapter:
+    """Default unavailable implementations for custom resource adapters."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None: ...
+    def metadata(self) -> ResourceAdapterMetadata: ...
+    def synchronize(self) -> AdapterOperationResult: ...
+    def reset_peak_device_memory(self) -> AdapterOperationResult: ...
+    def peak_device_memory(self) -> DeviceMemoryMeasurement: ...
+    def model_footprint(self) -> ModelFootprintMeasurement: ...
+    def deployment_artifacts(self) -> Sequence[DeploymentArtifact]: ...
+
+@final
+class ResourceProfiler:
+    """Observe real extractor calls without introducing repeat inference."""
+
+    config: Any
+    extractor: Any
+    streaming: bool
+    adapter: Any
+    def __init__(
+        self, config: Any, extractor: Any, *, streaming: bool, context: dict[str, Any] | None = None
+    ) -> None: ...
+    def measure_call(
+        self,
+        fn: Callable[[], Any],
+        *,
+        samples: int,
+        call_type: str,
+        materialized: bool = True,
+        includes_fit: bool = False,
+    ) -> Any: ...
+    def mark_last_call_materialized(self) -> None: ...
+    def finish(self, *, cache_hit: bool = False) -> ResourceProfile: ...
+
+def resource_profile_columns(
+    profile: ResourceProfile | DistributedResourceProfile, *, prefix: str = ""
+) -> dict[str, Any]:
+    """Flatten stable local or worker-aggregate fields for result tables."""
+
+def resource_profile_from_dict(value: dict[str, Any]) -> ResourceProfile:
+    """Reconstruct a typed local resource profile from serialized data."""
+
+def distributed_resource_profile_from_dict(value: dict[str, Any]) -> DistributedResourceProfile:
+    """Reconstruct a typed distributed resource summary from serialized data."""
+
+def resource_profile_like_from_dict(
+    value: dict[str, Any] | None,
+) -> ResourceProfile | DistributedResourceProfile | None:
+    """A local or distributed profile from serialized data; None stays None."""
