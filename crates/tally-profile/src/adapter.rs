@@ -25,12 +25,48 @@ use crate::profile::{
 pub struct HookError {
     kind: Cow<'static, str>,
     message: String,
+    invalid_payload: bool,
 }
 
 impl HookError {
     /// An error of `kind` (e.g. `"CudaError"`) with a message.
     pub fn new(kind: impl Into<Cow<'static, str>>, message: impl Into<String>) -> Self {
-        Self { kind: kind.into(), message: message.into() }
+        Self { kind: kind.into(), message: message.into(), invalid_payload: false }
+    }
+
+    /// The hook ran but answered something that is not the typed payload it
+    /// owes (vertebrae's check of `deployment_artifacts`: a sequence of
+    /// `DeploymentArtifact`s). The profiler records it as vertebrae does:
+    /// `Resource profiling adapter hook '<hook>' returned an invalid typed
+    /// payload.`, then uses the hook's unavailable answer.
+    ///
+    /// ```
+    /// use tally_profile::{CallSpec, HookError, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler};
+    /// use tally_profile::profile::DeploymentArtifact;
+    /// assert!(!HookError::new("TypeError", "no").is_invalid_payload());
+    ///
+    /// struct Untyped;
+    /// impl ResourceProfileAdapter for Untyped {
+    ///     fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
+    ///         Err(HookError::invalid_payload("a generator, not a sequence"))
+    ///     }
+    /// }
+    /// let config = ProfilerConfig { host_memory: false, ..ProfilerConfig::default() };
+    /// let mut profiler = ResourceProfiler::new(config).with_adapter(Box::new(Untyped));
+    /// profiler.measure_call(|| (), CallSpec::new(1, "batch"));
+    /// let profile = profiler.finish(false);
+    /// assert!(profile.warnings.contains(
+    ///     &"Resource profiling adapter hook 'deployment_artifacts' returned an invalid typed payload.".to_owned()
+    /// ));
+    /// assert!(profile.model.artifacts.is_empty());
+    /// ```
+    pub fn invalid_payload(message: impl Into<String>) -> Self {
+        Self { kind: Cow::Borrowed("InvalidPayload"), message: message.into(), invalid_payload: true }
+    }
+
+    /// Whether it is [`HookError::invalid_payload`].
+    pub fn is_invalid_payload(&self) -> bool {
+        self.invalid_payload
     }
 
     /// The kind, e.g. `"RuntimeError"`; `"panic"` for a hook that panicked.

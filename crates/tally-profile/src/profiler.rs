@@ -176,6 +176,9 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 fn failure_warning(hook: &str, error: &HookError) -> String {
+    if error.is_invalid_payload() {
+        return format!("Resource profiling adapter hook '{hook}' returned an invalid typed payload.");
+    }
     format!("Resource profiling adapter hook '{hook}' failed with {error}")
 }
 

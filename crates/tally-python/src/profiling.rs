@@ -390,7 +390,7 @@ fn instance_json(value: &Bound<'_, PyAny>, class: &Class) -> PyResult<Value> {
     for field in class.fields {
         let item = value.getattr(field.name)?;
         let json = match field.nested {
-            Nested::Plain => to_json(&item)?,
+            Nested::Plain => plain_json(&item)?,
             Nested::One(inner) | Nested::Optional(inner) if !item.is_none() => {
                 instance_json(&item, class_schema(inner).unwrap_or(class))?
             }
@@ -407,6 +407,22 @@ fn instance_json(value: &Bound<'_, PyAny>, class: &Class) -> PyResult<Value> {
         map.insert(field.name.to_owned(), json);
     }
     Ok(Value::Object(map))
+}
+
+/// A plain field's value as JSON; numbers that are not Python's own
+/// (numpy's `int64`, `float32`, ...) as the `int` or `float` they stand
+/// for, since vertebrae's checks compare them as numbers.
+fn plain_json(item: &Bound<'_, PyAny>) -> PyResult<Value> {
+    if item.cast::<PyBool>().is_err() && item.cast::<PyInt>().is_err() && item.cast::<PyFloat>().is_err() {
+        let numbers = item.py().import("numbers")?;
+        if item.is_instance(&numbers.getattr("Integral")?)? {
+            return to_json(&item.py().import("operator")?.getattr("index")?.call1((item,))?);
+        }
+        if item.is_instance(&numbers.getattr("Real")?)? {
+            return to_json(&PyFloat::new(item.py(), item.extract::<f64>()?).into_any());
+        }
+    }
+    to_json(item)
 }
 
 /// An instance of the schema class `name` from its JSON (as tally-profile
@@ -550,21 +566,34 @@ impl PythonAdapter {
                 None => None,
             };
             let json = match schema {
-                Some(schema) => instance_json(&value, schema),
-                None => sequence_json(&value),
-            }
-            .map_err(|error| hook_error(py, &error))?;
+                Some(schema) => instance_json(&value, schema).map_err(|error| hook_error(py, &error))?,
+                None => sequence_json(&value)
+                    .map_err(|error| hook_error(py, &error))?
+                    .ok_or_else(|| HookError::invalid_payload("expected a sequence of DeploymentArtifact"))?,
+            };
             serde_json::from_value(json).map_err(|error| HookError::new("ValueError", error.to_string()))
         })
     }
 }
 
-/// The JSON of a sequence of `DeploymentArtifact`s.
-fn sequence_json(value: &Bound<'_, PyAny>) -> PyResult<Value> {
+/// The JSON of a sequence of `DeploymentArtifact`s; `Ok(None)` when the
+/// value is not a `collections.abc.Sequence` of them (vertebrae's check of
+/// the hook's answer).
+fn sequence_json(value: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
     let schema =
         class_schema("DeploymentArtifact").ok_or_else(|| PyTypeError::new_err("no DeploymentArtifact"))?;
-    let items = value.try_iter()?.map(|item| instance_json(&item?, schema)).collect::<PyResult<Vec<_>>>()?;
-    Ok(Value::Array(items))
+    let sequence = value.py().import("collections.abc")?.getattr("Sequence")?;
+    if !value.is_instance(&sequence)? {
+        return Ok(None);
+    }
+    let items: Vec<Bound<'_, PyAny>> = value.try_iter()?.collect::<PyResult<_>>()?;
+    for item in &items {
+        if item.get_type().name()? != schema.name {
+            return Ok(None);
+        }
+    }
+    let items = items.iter().map(|item| instance_json(item, schema)).collect::<PyResult<Vec<_>>>()?;
+    Ok(Some(Value::Array(items)))
 }
 
 fn hook_error(py: Python<'_>, error: &PyErr) -> HookError {
@@ -701,17 +730,22 @@ impl ResourceProfiler {
         if let Ok(factory) = extractor.getattr("get_resource_profile_adapter")
             && factory.is_callable()
         {
-            let made = factory.call0();
-            inner = inner.with_adapter_factory(|| match made {
-                Ok(object) if object.is_none() => Err(HookError::new("TypeError", "no adapter")),
-                Ok(object) => {
-                    adapter_object = object.clone().unbind();
-                    PythonAdapter::new(&object)
-                        .map(|adapter| Box::new(adapter) as Box<dyn ResourceProfileAdapter>)
-                        .map_err(|error| Python::attach(|py| hook_error(py, &error)))
+            match factory.call0() {
+                // vertebrae's profiler takes a None answer as "no adapter",
+                // without a warning.
+                Ok(object) if object.is_none() => {}
+                made => {
+                    inner = inner.with_adapter_factory(|| match made {
+                        Ok(object) => {
+                            adapter_object = object.clone().unbind();
+                            PythonAdapter::new(&object)
+                                .map(|adapter| Box::new(adapter) as Box<dyn ResourceProfileAdapter>)
+                                .map_err(|error| Python::attach(|py| hook_error(py, &error)))
+                        }
+                        Err(error) => Err(Python::attach(|py| hook_error(py, &error))),
+                    });
                 }
-                Err(error) => Err(Python::attach(|py| hook_error(py, &error))),
-            });
+            }
         }
         Ok(Self {
             inner,
