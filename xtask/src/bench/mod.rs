@@ -25,6 +25,7 @@ mod onnx;
 mod paired_overhead;
 mod profile;
 mod python_account;
+mod python_profile;
 mod torch;
 mod trace;
 
@@ -36,6 +37,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("account", account::run),
     ("python-account", python_account::run),
     ("profile", profile::run),
+    ("python-profile", python_profile::run),
     ("distributed", distributed::run),
     ("trace", trace::run),
     ("onnx", onnx::run),
