@@ -235,21 +235,33 @@ impl HostWindow {
     pub(crate) fn observe(&mut self) {
         match &mut self.source {
             Source::Kernel(kernel) => {
-                let usage = sys::usage();
-                match usage {
-                    Some(usage) if usage.max_rss_kib > kernel.threshold_kib => {
-                        kernel.peak_kib = kernel.peak_kib.max(usage.max_rss_kib);
+                // The mark alone first (the cheap call); the fault count,
+                // which needs every thread's counters, only when it decides.
+                let decided = match sys::max_rss_kib() {
+                    Some(max_rss) if max_rss > kernel.threshold_kib => {
+                        kernel.peak_kib = kernel.peak_kib.max(max_rss);
+                        true
                     }
                     // At or below the threshold, max_rss bounds this process's
                     // mark from above: nothing new unless the peak is lower.
-                    Some(_) if kernel.threshold_kib <= kernel.peak_kib => {}
-                    // No page faulted in since the last exact reading: the
-                    // resident set cannot have grown past it.
-                    Some(usage) if kernel.faults == Some(usage.faults) => {}
-                    _ => {
-                        if let Some((_, mark)) = read_status(&kernel.status, &mut kernel.buffer) {
-                            kernel.peak_kib = kernel.peak_kib.max(mark);
-                            kernel.faults = usage.map(|usage| usage.faults);
+                    Some(_) => kernel.threshold_kib <= kernel.peak_kib,
+                    None => false,
+                };
+                if !decided {
+                    let usage = sys::usage();
+                    match usage {
+                        Some(usage) if usage.max_rss_kib > kernel.threshold_kib => {
+                            kernel.peak_kib = kernel.peak_kib.max(usage.max_rss_kib);
+                        }
+                        Some(_) if kernel.threshold_kib <= kernel.peak_kib => {}
+                        // No page faulted in since the last exact reading: the
+                        // resident set cannot have grown past it.
+                        Some(usage) if kernel.faults == Some(usage.faults) => {}
+                        _ => {
+                            if let Some((_, mark)) = read_status(&kernel.status, &mut kernel.buffer) {
+                                kernel.peak_kib = kernel.peak_kib.max(mark);
+                                kernel.faults = usage.map(|usage| usage.faults);
+                            }
                         }
                     }
                 }

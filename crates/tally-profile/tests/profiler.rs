@@ -303,6 +303,25 @@ fn kernel_counter_slack() -> u64 {
 }
 
 #[test]
+fn a_peak_made_by_another_thread_is_measured() {
+    // The profiler reads the mark through the calling thread's getrusage; the
+    // kernel's mark is the address space's, so a worker thread's peak counts.
+    if current_rss_and_hwm().is_none() {
+        return tally_testkit::skip("/proc/self/status is unavailable (not Linux)");
+    }
+    let mut profiler = ResourceProfiler::new(ProfilerConfig::default());
+    profiler.measure_call(|| (), CallSpec::new(1, "warmup"));
+    let pages = profiler.measure_call(
+        || std::thread::spawn(|| touch_and_free(192 * MIB)).join().expect("the worker finishes"),
+        CallSpec::new(1, "batch"),
+    );
+    assert_eq!(pages, 192 * MIB / 4096);
+    let profile = profiler.finish(false);
+    let increase = profile.host_memory.peak_increase_bytes.expect("measured");
+    assert!(increase + kernel_counter_slack() >= 192 * MIB, "peak increase {increase} < 192 MiB");
+}
+
+#[test]
 fn a_short_256_mib_peak_inside_one_call_is_measured() {
     if current_rss_and_hwm().is_none() {
         return tally_testkit::skip("/proc/self/status is unavailable (not Linux)");
