@@ -139,9 +139,17 @@ enum HostState {
 /// assert_eq!(profile.inference.warm_call_count, 1);
 /// assert_eq!(profile.inference.batch_sizes, [2, 2]);
 /// ```
-pub struct ResourceProfiler<C: Clock = MonotonicClock> {
+///
+/// `A` is the adapter's type, a `dyn ResourceProfileAdapter` by default; a
+/// profiler that must move between threads (one owned by a Python object,
+/// which any thread may drop) is made for `dyn ResourceProfileAdapter +
+/// Send + Sync` with [`ResourceProfiler::for_adapter_type`].
+pub struct ResourceProfiler<
+    C: Clock = MonotonicClock,
+    A: ResourceProfileAdapter + ?Sized = dyn ResourceProfileAdapter,
+> {
     config: ProfilerConfig,
-    adapter: Option<Box<dyn ResourceProfileAdapter>>,
+    adapter: Option<Box<A>>,
     streaming: bool,
     context: Map<String, Value>,
     clock: C,
@@ -184,11 +192,11 @@ fn failure_warning(hook: &str, error: &HookError) -> String {
 
 /// Runs one hook with its errors and panics contained; `None` means failed
 /// (the warning is recorded) and the caller uses the hook's default.
-fn contained<T>(
-    adapter: &mut dyn ResourceProfileAdapter,
+fn contained<T, A: ResourceProfileAdapter + ?Sized>(
+    adapter: &mut A,
     warnings: &mut Vec<String>,
     hook: &str,
-    call: impl FnOnce(&mut dyn ResourceProfileAdapter) -> Result<T, HookError>,
+    call: impl FnOnce(&mut A) -> Result<T, HookError>,
 ) -> Option<T> {
     match catch_unwind(AssertUnwindSafe(|| call(adapter))) {
         Ok(Ok(value)) => Some(value),
@@ -220,6 +228,25 @@ impl ResourceProfiler<MonotonicClock> {
     /// A profiler with no adapter, not streaming, no caller context, on the
     /// monotonic clock.
     pub fn new(config: ProfilerConfig) -> Self {
+        Self::for_adapter_type(config)
+    }
+}
+
+impl<A: ResourceProfileAdapter + ?Sized> ResourceProfiler<MonotonicClock, A> {
+    /// [`ResourceProfiler::new`] for adapters of type `A`, e.g. `dyn
+    /// ResourceProfileAdapter + Send + Sync`, which makes the profiler `Send`
+    /// and `Sync`.
+    ///
+    /// ```
+    /// use tally_profile::{
+    ///     BaseResourceProfileAdapter, MonotonicClock, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,
+    /// };
+    /// type Shared = ResourceProfiler<MonotonicClock, dyn ResourceProfileAdapter + Send + Sync>;
+    /// let profiler = Shared::for_adapter_type(ProfilerConfig::default())
+    ///     .with_adapter(Box::new(BaseResourceProfileAdapter));
+    /// std::thread::spawn(move || drop(profiler)).join().unwrap();
+    /// ```
+    pub fn for_adapter_type(config: ProfilerConfig) -> Self {
         Self {
             config,
             adapter: None,
@@ -237,9 +264,9 @@ impl ResourceProfiler<MonotonicClock> {
     }
 }
 
-impl<C: Clock> ResourceProfiler<C> {
+impl<C: Clock, A: ResourceProfileAdapter + ?Sized> ResourceProfiler<C, A> {
     /// The same profiler reading time from `clock`.
-    pub fn with_clock<D: Clock>(self, clock: D) -> ResourceProfiler<D> {
+    pub fn with_clock<D: Clock>(self, clock: D) -> ResourceProfiler<D, A> {
         ResourceProfiler {
             config: self.config,
             adapter: self.adapter,
@@ -257,7 +284,7 @@ impl<C: Clock> ResourceProfiler<C> {
     }
 
     /// Uses `adapter` for synchronization, device memory and model footprint.
-    pub fn with_adapter(mut self, adapter: Box<dyn ResourceProfileAdapter>) -> Self {
+    pub fn with_adapter(mut self, adapter: Box<A>) -> Self {
         self.adapter = Some(adapter);
         self
     }
@@ -265,10 +292,7 @@ impl<C: Clock> ResourceProfiler<C> {
     /// Builds the adapter with `factory`, as vertebrae calls an extractor's
     /// `get_resource_profile_adapter`: a failure (or panic) leaves the
     /// profiler without an adapter and with a warning naming that hook.
-    pub fn with_adapter_factory(
-        mut self,
-        factory: impl FnOnce() -> Result<Box<dyn ResourceProfileAdapter>, HookError>,
-    ) -> Self {
+    pub fn with_adapter_factory(mut self, factory: impl FnOnce() -> Result<Box<A>, HookError>) -> Self {
         let outcome = catch_unwind(AssertUnwindSafe(factory))
             .unwrap_or_else(|payload| Err(HookError::new("panic", panic_message(payload.as_ref()))));
         match outcome {

@@ -691,11 +691,19 @@ impl BaseResourceProfileAdapter {
     }
 }
 
+/// tally-profile's profiler over an adapter that may move between threads.
+type SharedProfiler =
+    tally_profile::ResourceProfiler<tally_profile::MonotonicClock, dyn ResourceProfileAdapter + Send + Sync>;
+
 /// Observe real extractor calls without introducing repeat inference
 /// (vertebrae's `ResourceProfiler`, measured by tally-profile).
-#[pyclass(unsendable, module = "tally.profiling", name = "ResourceProfiler")]
+///
+/// It holds its adapter as `Send + Sync` (a [`PythonAdapter`] is), so any
+/// thread may drop it: Python's cyclic collector runs on whichever thread
+/// allocates.
+#[pyclass(module = "tally.profiling", name = "ResourceProfiler")]
 pub struct ResourceProfiler {
-    inner: tally_profile::ResourceProfiler,
+    inner: SharedProfiler,
     /// The config it was made with.
     #[pyo3(get)]
     config: Py<PyAny>,
@@ -722,7 +730,7 @@ impl ResourceProfiler {
         context: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let settings = config_of(config)?.profiler_config();
-        let mut inner = tally_profile::ResourceProfiler::new(settings).streaming(streaming);
+        let mut inner = SharedProfiler::for_adapter_type(settings).streaming(streaming);
         if let Some(context) = context {
             inner = inner.with_context(crate::convert::dict_to_json(context)?);
         }
@@ -739,7 +747,9 @@ impl ResourceProfiler {
                         Ok(object) => {
                             adapter_object = object.clone().unbind();
                             PythonAdapter::new(&object)
-                                .map(|adapter| Box::new(adapter) as Box<dyn ResourceProfileAdapter>)
+                                .map(|adapter| {
+                                    Box::new(adapter) as Box<dyn ResourceProfileAdapter + Send + Sync>
+                                })
                                 .map_err(|error| Python::attach(|py| hook_error(py, &error)))
                         }
                         Err(error) => Err(Python::attach(|py| hook_error(py, &error))),

@@ -1054,3 +1054,30 @@ def test_many_calls_give_warm_statistics(artifacts):
         assert value["inference"]["batch_sizes"] == [4, 4, 4, 2, 1]
         assert value["inference"]["first_call_includes_fit"] is True
         assert value["warnings"] == ["Model parameter and checkpoint footprint is unavailable."]
+
+
+def test_a_profiler_may_be_dropped_on_another_thread(artifacts):
+    """Python's cyclic collector runs on whichever thread allocates (vertebrae's
+    own sampler threads included), so a profiler caught in a cycle may be
+    dropped on a thread that did not make it: no unraisable error, no leak."""
+    import gc
+    import sys
+    import threading
+
+    unraisable = []
+    previous = sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    try:
+        gc.collect()
+        extractor = Extractor(lambda: fake_adapter(TALLY, artifacts))
+        profiler = T.ResourceProfiler(T.ResourceProfilingConfig(enabled=True), extractor, streaming=False)
+        profiler.measure_call(lambda: None, samples=1, call_type="batch")
+        cycle: list[Any] = [profiler]
+        cycle.append(cycle)
+        del profiler, cycle
+        worker = threading.Thread(target=gc.collect)
+        worker.start()
+        worker.join()
+    finally:
+        sys.unraisablehook = previous
+    assert [str(item.exc_value) for item in unraisable] == []
