@@ -21,10 +21,11 @@ const ACCOUNTING_HALF: &[&str] =
     &["tally-artifact", "tally-clock", "tally-resolve", "tally-gpu-time", "tally-trace", "tally-ingest"];
 
 /// The profile half: the profiler and the framework adapters.
-const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch"];
+const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch", "tally-jax"];
 
-/// The framework adapters: leaves only the umbrella depends on.
-const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch"];
+/// The framework adapters: leaves only the umbrella and the Python package
+/// depend on, behind features.
+const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch", "tally-jax"];
 
 /// The crates that may see both halves.
 const BOTH_HALVES: &[&str] = &["tally-distributed", "tally", "tally-python"];
@@ -52,11 +53,17 @@ fn workspace_root() -> PathBuf {
 /// The names in `cargo tree -e normal -p PACKAGE` (default features), the
 /// package itself first.
 fn normal_tree(package: &str, depth: Option<&str>) -> Vec<String> {
+    tree_of(package, depth, &[])
+}
+
+/// [`normal_tree`] with extra `cargo tree` arguments (features).
+fn tree_of(package: &str, depth: Option<&str>, extra: &[&str]) -> Vec<String> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace_root())
-        .args(["tree", "-q", "-e", "normal", "--prefix", "none", "-p", package]);
+        .args(["tree", "-q", "-e", "normal", "--prefix", "none", "-p", package])
+        .args(extra);
     if let Some(depth) = depth {
         command.args(["--depth", depth]);
     }
@@ -134,10 +141,15 @@ fn the_two_halves_never_depend_on_each_other() {
             );
         }
         let adapters = sees(ADAPTERS);
-        if package != "tally" {
+        if package == "tally-python" {
+            // Only behind its features: without them it pulls in none.
+            let bare = tree_of(&package, None, &["--no-default-features"]);
+            let pulled: Vec<&String> = bare.iter().filter(|name| ADAPTERS.contains(&name.as_str())).collect();
+            assert!(pulled.is_empty(), "tally-python depends on the adapters {pulled:?} without a feature");
+        } else if package != "tally" {
             assert!(
                 adapters.is_empty(),
-                "{package} depends on the adapters {adapters:?}; only the umbrella may"
+                "{package} depends on the adapters {adapters:?}; only the umbrella and the Python package may"
             );
         }
         checked += 1;

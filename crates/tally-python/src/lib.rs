@@ -4,6 +4,10 @@
 //! in tally-core, tally-artifact, tally-resolve, tally-gpu-time,
 //! tally-clock or tally-trace, and this crate converts between their types
 //! and Python's.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
 mod accounting;
 mod codec;
@@ -76,6 +80,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     profiling::register(module)?;
     module.add_class::<profiling::ResourceProfiler>()?;
     module.add_class::<profiling::BaseResourceProfileAdapter>()?;
+    #[cfg(feature = "jax")]
+    module.add_class::<profiling::JaxResourceProfileAdapter>()?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_columns, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_from_dict, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::distributed_resource_profile_from_dict, module)?)?;

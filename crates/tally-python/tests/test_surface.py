@@ -130,7 +130,6 @@ import tally.profiling as profiling  # noqa: E402
 NOT_YET_IN_PROFILING = {
     "TorchResourceProfileAdapter",
     "TensorFlowResourceProfileAdapter",
-    "JAXResourceProfileAdapter",
     "KerasResourceProfileAdapter",
     "ONNXResourceProfileAdapter",
     "aggregate_distributed_resource_profiles",

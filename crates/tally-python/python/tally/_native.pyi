@@ -795,6 +795,22 @@ class BaseResourceProfileAdapter:
     def model_footprint(self) -> ModelFootprintMeasurement: ...
     def deployment_artifacts(self) -> Sequence[DeploymentArtifact]: ...
 
+class JAXResourceProfileAdapter(BaseResourceProfileAdapter):
+    """Synchronization and device metadata for JAX-backed extractors."""
+
+    extractor: Any
+    backend: str
+    profiling_device: str | None
+    def __init__(
+        self,
+        extractor: Any,
+        *,
+        values_getter: Callable[[], Any] | None = None,
+        jax_loader: Callable[[], Any] | None = None,
+        backend: str = "jax",
+        profiling_device: str | None = None,
+    ) -> None: ...
+
 @final
 class ResourceProfiler:
     """Observe real extractor calls without introducing repeat inference."""
