@@ -306,57 +306,19 @@ impl ResourceProfileAdapter for JaxAdapter {
     }
 
     fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| -> PyResult<AdapterOperationResult> {
-            let jax = self.jax(py)?;
-            match jax.getattr("effects_barrier").ok().filter(|barrier| barrier.is_callable()) {
-                Some(barrier) => {
-                    barrier.call0()?;
-                    Ok(AdapterOperationResult::succeeded())
-                }
-                None => Ok(AdapterOperationResult::unavailable(Some("JAX effects_barrier is unavailable."))),
-            }
-        })
-        .map_err(hook_error)
+        Python::attach(|py| self.barrier(py)).map_err(hook_error)
     }
 
     fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        let metadata = self.metadata()?;
-        let on_cpu = metadata
-            .device
-            .as_deref()
-            .is_some_and(|device| !device.is_empty() && device.split(',').all(is_cpu_device));
-        Ok(if on_cpu {
-            AdapterOperationResult::not_applicable(Some("CPU memory is reported through process RSS."))
-        } else {
-            AdapterOperationResult::unavailable(Some(NO_PEAK_WINDOW))
-        })
+        Python::attach(|py| self.reset(py)).map_err(hook_error)
     }
 
     fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        let metadata = self.metadata()?;
-        Ok(DeviceMemoryMeasurement::unavailable(Some(NO_PEAK_WINDOW))
-            .with_backend_device(Some(self.backend.clone()), metadata.device))
+        Python::attach(|py| self.peak(py)).map_err(hook_error)
     }
 
     fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| -> PyResult<ModelFootprintMeasurement> {
-            let jax = self.jax(py)?;
-            let leaves = self.leaves(py, &jax)?;
-            if leaves.is_empty() {
-                return Ok(ModelFootprintMeasurement::unavailable(Some("The JAX parameter tree is empty.")));
-            }
-            let (count, bytes) = values_size(py, &leaves)?;
-            let readings = ModelFootprintReadings {
-                parameter_count: Some(count),
-                parameter_bytes: Some(bytes),
-                in_memory_bytes: Some(bytes),
-                weight_dtypes: weight_dtypes(&leaves)?,
-                ..ModelFootprintReadings::default()
-            };
-            ModelFootprintMeasurement::measured(readings)
-                .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
-        })
-        .map_err(hook_error)
+        Python::attach(|py| self.footprint(py)).map_err(hook_error)
     }
 
     fn name(&self) -> String {

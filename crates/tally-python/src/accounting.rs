@@ -320,9 +320,9 @@ pub struct CorrelationGraph {
 }
 
 impl CorrelationGraph {
-    fn new(data: GraphData, objects: Vec<Option<Py<PyAny>>>) -> Self {
+    fn new(data: Arc<GraphData>, objects: Vec<Option<Py<PyAny>>>) -> Self {
         Self {
-            data: Arc::new(data),
+            data,
             objects,
             requests: PyOnceLock::new(),
             iterations: PyOnceLock::new(),
@@ -721,7 +721,7 @@ pub fn resolve_inference_events(py: Python<'_>, records: &Bound<'_, PyAny>) -> P
             OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
         })
         .map_err(invalid)?;
-    Ok(CorrelationGraph::new(GraphData::Events(graph), objects))
+    Ok(CorrelationGraph::new(Arc::new(GraphData::Events(graph)), objects))
 }
 
 /// Keep summed activity, interval union, and iteration elapsed separate.
@@ -895,16 +895,5 @@ pub fn account_paths(
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
     let accounting = RunAccounting::from_owned(py, owned)?;
-    let graph = CorrelationGraph {
-        data,
-        objects: Vec::new(),
-        requests: PyOnceLock::new(),
-        iterations: PyOnceLock::new(),
-        stages: PyOnceLock::new(),
-        memberships: PyOnceLock::new(),
-        activities: PyOnceLock::new(),
-        alignments: PyOnceLock::new(),
-        unresolved: PyOnceLock::new(),
-    };
-    Ok((graph, accounting))
+    Ok((CorrelationGraph::new(data, Vec::new()), accounting))
 }

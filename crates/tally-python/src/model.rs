@@ -193,8 +193,8 @@ impl PyContext {
         }
     }
 
-    /// The context a Python object stands for: tally's, or anything with
-    /// stormlog's fields (read through `to_json` of its attributes).
+    /// The context of an event's `context` argument, which must be tally's
+    /// (as stormlog's constructors take only stormlog's own class).
     pub fn extract(value: &Bound<'_, PyAny>) -> PyResult<Arc<CoreContext>> {
         if let Ok(context) = value.cast::<PyContext>() {
             return Ok(Arc::clone(&context.get().inner));

@@ -771,14 +771,12 @@ impl ResourceProfiler {
     #[pyo3(signature = (fn_, *, samples, call_type, materialized=true, includes_fit=false))]
     fn measure_call(
         &mut self,
-        py: Python<'_>,
         fn_: &Bound<'_, PyAny>,
         samples: u64,
         call_type: String,
         materialized: bool,
         includes_fit: bool,
     ) -> PyResult<Py<PyAny>> {
-        let _ = py;
         let spec = CallSpec::new(samples, call_type).materialized(materialized).includes_fit(includes_fit);
         self.inner.measure_fallible(|| fn_.call0().map(Bound::unbind), spec)
     }
