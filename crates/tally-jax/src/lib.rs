@@ -292,33 +292,25 @@ fn values_size(py: Python<'_>, leaves: &[Bound<'_, PyAny>]) -> PyResult<(u64, u6
     Ok((count, bytes))
 }
 
-fn hook_error(error: PyErr) -> HookError {
-    Python::attach(|py| {
-        let kind =
-            error.get_type(py).name().map(|name| name.to_string()).unwrap_or_else(|_| "Exception".into());
-        HookError::new(kind, error.value(py).to_string())
-    })
-}
-
 impl ResourceProfileAdapter for JaxAdapter {
     fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(hook_error)
+        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
     }
 
     fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.barrier(py)).map_err(hook_error)
+        Python::attach(|py| self.barrier(py)).map_err(HookError::from)
     }
 
     fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.reset(py)).map_err(hook_error)
+        Python::attach(|py| self.reset(py)).map_err(HookError::from)
     }
 
     fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(hook_error)
+        Python::attach(|py| self.peak(py)).map_err(HookError::from)
     }
 
     fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| self.footprint(py)).map_err(hook_error)
+        Python::attach(|py| self.footprint(py)).map_err(HookError::from)
     }
 
     fn name(&self) -> String {

@@ -88,6 +88,23 @@ impl fmt::Display for HookError {
 
 impl std::error::Error for HookError {}
 
+#[cfg(feature = "python")]
+impl From<pyo3::PyErr> for HookError {
+    /// Kind is the exception's class name (`"TypeError"`), message its
+    /// `str()`: the warning then reads as vertebrae's for the same exception.
+    fn from(error: pyo3::PyErr) -> Self {
+        use pyo3::types::PyTypeMethods;
+        pyo3::Python::attach(|py| {
+            let kind = error
+                .get_type(py)
+                .name()
+                .map(|name| name.to_string())
+                .unwrap_or_else(|_| "Exception".to_owned());
+            Self::new(kind, error.value(py).to_string())
+        })
+    }
+}
+
 impl From<std::io::Error> for HookError {
     /// Named like the Python `OSError` subclass for the same error.
     fn from(error: std::io::Error) -> Self {

@@ -10,6 +10,7 @@
 #![doc = document_features::document_features!()]
 
 mod accounting;
+mod adapters;
 mod codec;
 mod convert;
 mod decode;
@@ -80,8 +81,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     profiling::register(module)?;
     module.add_class::<profiling::ResourceProfiler>()?;
     module.add_class::<profiling::BaseResourceProfileAdapter>()?;
-    #[cfg(feature = "jax")]
-    module.add_class::<profiling::JaxResourceProfileAdapter>()?;
+    adapters::register(module)?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_columns, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_from_dict, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::distributed_resource_profile_from_dict, module)?)?;

@@ -427,7 +427,7 @@ fn plain_json(item: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 /// An instance of the schema class `name` from its JSON (as tally-profile
 /// writes it: `dataclasses.asdict` form).
-fn build<'py>(py: Python<'py>, name: &str, value: &Value) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn build<'py>(py: Python<'py>, name: &str, value: &Value) -> PyResult<Bound<'py, PyAny>> {
     let class = class_schema(name).ok_or_else(|| PyTypeError::new_err(format!("no class {name}")))?;
     let Value::Object(map) = value else {
         return Err(PyValueError::new_err(format!("{name} must be an object")));
@@ -459,6 +459,14 @@ fn build<'py>(py: Python<'py>, name: &str, value: &Value) -> PyResult<Bound<'py,
         kwargs.set_item(field.name, object)?;
     }
     class_object(py, name)?.call((), Some(&kwargs))
+}
+
+/// The tally-profile value of a schema class's instance (tally's or
+/// vertebrae's dataclass named `name`), checked as its `__post_init__`
+/// checks it.
+pub(crate) fn from_instance<T: DeserializeOwned>(value: &Bound<'_, PyAny>, name: &str) -> PyResult<T> {
+    let class = class_schema(name).ok_or_else(|| PyTypeError::new_err(format!("no class {name}")))?;
+    from_json(instance_json(value, class)?).map_err(PyValueError::new_err)
 }
 
 fn from_json<T: DeserializeOwned>(value: Value) -> Result<T, String> {
@@ -554,7 +562,7 @@ impl PythonAdapter {
 
     fn hook<T: DeserializeOwned>(&self, hook: &str, expected: Option<&str>) -> Result<T, HookError> {
         Python::attach(|py| {
-            let value = self.object.bind(py).call_method0(hook).map_err(|error| hook_error(py, &error))?;
+            let value = self.object.bind(py).call_method0(hook).map_err(HookError::from)?;
             let schema = match expected {
                 Some(expected) => {
                     let found = value.get_type().name().map(|name| name.to_string()).unwrap_or_default();
@@ -566,9 +574,9 @@ impl PythonAdapter {
                 None => None,
             };
             let json = match schema {
-                Some(schema) => instance_json(&value, schema).map_err(|error| hook_error(py, &error))?,
+                Some(schema) => instance_json(&value, schema).map_err(HookError::from)?,
                 None => sequence_json(&value)
-                    .map_err(|error| hook_error(py, &error))?
+                    .map_err(HookError::from)?
                     .ok_or_else(|| HookError::invalid_payload("expected a sequence of DeploymentArtifact"))?,
             };
             serde_json::from_value(json).map_err(|error| HookError::new("ValueError", error.to_string()))
@@ -594,11 +602,6 @@ fn sequence_json(value: &Bound<'_, PyAny>) -> PyResult<Option<Value>> {
     }
     let items = items.iter().map(|item| instance_json(item, schema)).collect::<PyResult<Vec<_>>>()?;
     Ok(Some(Value::Array(items)))
-}
-
-fn hook_error(py: Python<'_>, error: &PyErr) -> HookError {
-    let kind = error.get_type(py).name().map(|name| name.to_string()).unwrap_or_else(|_| "Exception".into());
-    HookError::new(kind, error.value(py).to_string())
 }
 
 impl ResourceProfileAdapter for PythonAdapter {
@@ -633,7 +636,7 @@ impl ResourceProfileAdapter for PythonAdapter {
 #[pyclass(subclass, module = "tally.profiling", name = "BaseResourceProfileAdapter")]
 pub struct BaseResourceProfileAdapter;
 
-fn default_answer<'py, T: serde::Serialize>(
+pub(crate) fn default_answer<'py, T: serde::Serialize>(
     py: Python<'py>,
     name: &str,
     value: &T,
@@ -750,9 +753,9 @@ impl ResourceProfiler {
                                 .map(|adapter| {
                                     Box::new(adapter) as Box<dyn ResourceProfileAdapter + Send + Sync>
                                 })
-                                .map_err(|error| Python::attach(|py| hook_error(py, &error)))
+                                .map_err(HookError::from)
                         }
-                        Err(error) => Err(Python::attach(|py| hook_error(py, &error))),
+                        Err(error) => Err(HookError::from(error)),
                     });
                 }
             }
@@ -871,75 +874,4 @@ pub fn resource_profile_like_from_dict<'py>(
         tally_distributed::ResourceProfileLike::Distributed(_) => "DistributedResourceProfile",
     };
     build(py, name, &json)
-}
-
-/// Synchronization and device metadata for JAX-backed extractors
-/// (vertebrae's `JAXResourceProfileAdapter`, measured by tally-jax).
-#[cfg(feature = "jax")]
-#[pyclass(extends = BaseResourceProfileAdapter, module = "tally.profiling", name = "JAXResourceProfileAdapter")]
-pub struct JaxResourceProfileAdapter {
-    inner: tally_jax::JaxAdapter,
-    /// The device the caller asked to profile on.
-    #[pyo3(get)]
-    profiling_device: Option<String>,
-}
-
-#[cfg(feature = "jax")]
-#[pymethods]
-impl JaxResourceProfileAdapter {
-    #[new]
-    #[pyo3(signature = (extractor, *, values_getter=None, jax_loader=None, backend="jax".to_owned(), profiling_device=None))]
-    fn new(
-        extractor: Py<PyAny>,
-        values_getter: Option<Py<PyAny>>,
-        jax_loader: Option<Py<PyAny>>,
-        backend: String,
-        profiling_device: Option<String>,
-    ) -> PyClassInitializer<Self> {
-        let inner = tally_jax::JaxAdapter::new(
-            extractor,
-            values_getter,
-            jax_loader,
-            backend,
-            profiling_device.clone(),
-        );
-        PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner, profiling_device })
-    }
-
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
-    }
-
-    /// The backend name reported.
-    #[getter]
-    fn backend(&self) -> &str {
-        self.inner.backend()
-    }
-
-    /// Framework, device and synchronization context of the parameter tree.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
-    }
-
-    /// `jax.effects_barrier()`.
-    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.barrier(py)?)
-    }
-
-    /// `not_applicable` on CPU, else `unavailable` (no portable peak window).
-    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
-    }
-
-    /// Unavailable: JAX has no portable resettable allocator peak.
-    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
-    }
-
-    /// Elements and bytes of the parameter tree.
-    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
-    }
 }

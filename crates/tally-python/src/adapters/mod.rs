@@ -1,0 +1,44 @@
+//! vertebrae's framework adapters as `tally.profiling` classes, one file per
+//! framework, each a thin shell over its adapter crate (tally-jax, ...):
+//! the constructor takes vertebrae's arguments, each hook converts the
+//! crate's answer into the dataclass vertebrae returns. The profiler calls
+//! them as it calls any Python adapter (through their Python methods), so
+//! a user's subclass that overrides a hook is honoured.
+
+#[cfg(feature = "jax")]
+mod jax;
+
+use pyo3::prelude::*;
+use tally_profile::profile::DeploymentArtifact;
+
+use crate::profiling::from_instance;
+
+/// Registers the adapter classes built into this wheel.
+pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    #[cfg(feature = "jax")]
+    module.add_class::<jax::JaxResourceProfileAdapter>()?;
+    let _ = module;
+    Ok(())
+}
+
+/// vertebrae's `_normalize_artifacts`: each item a `DeploymentArtifact`
+/// (tally's or vertebrae's), or a path whose artifact has `role`.
+#[allow(dead_code)] // used by the adapters whose features are on
+pub(crate) fn artifacts_from(items: &Bound<'_, PyAny>, role: &str) -> PyResult<Vec<DeploymentArtifact>> {
+    let mut artifacts = Vec::new();
+    for item in items.try_iter()? {
+        let item = item?;
+        if item.get_type().name()? == "DeploymentArtifact" {
+            artifacts.push(from_instance(&item, "DeploymentArtifact")?);
+        } else {
+            // vertebrae builds `DeploymentArtifact(str(item), role=role)`,
+            // whose checks raise ValueError.
+            let path = item.str()?;
+            let artifact = DeploymentArtifact::new(path.to_str()?)
+                .and_then(|artifact| artifact.with_role(role))
+                .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
+            artifacts.push(artifact);
+        }
+    }
+    Ok(artifacts)
+}
