@@ -15,6 +15,7 @@ use anyhow::{Context, bail};
 
 use crate::workspace_root;
 
+mod python;
 pub(crate) mod torch;
 
 /// What one check found.
@@ -36,7 +37,11 @@ pub(crate) struct Check {
 }
 
 /// Every check, in the order run.
-const CHECKS: &[Check] = &[Check { name: "cuda", run: cuda }, Check { name: "torch", run: torch::check }];
+const CHECKS: &[Check] = &[
+    Check { name: "cuda", run: cuda },
+    Check { name: "torch", run: torch::check },
+    Check { name: "python", run: python::check },
+];
 
 /// How long one check's program may run once built (the issue asks for
 /// under five minutes).

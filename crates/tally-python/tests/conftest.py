@@ -215,3 +215,9 @@ def pytest_runtest_logreport(report):
     reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
     with open(os.environ["TALLY_SKIP_LOG"], "a", encoding="utf-8") as log:
         log.write(f"skipped: pytest {report.nodeid}: {reason}\n")
+
+
+def pytest_configure(config):
+    # `cargo xtask gpu-check python` runs `pytest -m gpu`: the tests of paths
+    # only a GPU exercises, each skipping with its reason elsewhere.
+    config.addinivalue_line("markers", "gpu: needs a GPU; run on a GPU machine by `cargo xtask gpu-check python`")

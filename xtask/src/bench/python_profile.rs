@@ -12,18 +12,18 @@
 //!    tally's call count, so the speed ratio is the per-call ratio. Host
 //!    memory off and the profiler disabled are measured the same way, as a
 //!    breakdown.
-//! 2. On a ~1 ms call: a torch MLP forward (one thread, batch calibrated by
-//!    tally's process to ~1 ms and reused by vertebrae's), timed bare and
+//! 2. On a ~1 ms call: a Keras 3 model's forward (4 Dense 256 + ReLU, on
+//!    Keras's torch backend with one thread: the backend whose small calls
+//!    come nearest 1 ms here; batch calibrated by tally's process towards
+//!    ~1 ms and reused by vertebrae's), timed bare and
 //!    inside `measure_call` (host memory on), the arms interleaved in turn
 //!    with a second bare arm; the overhead is the median paired difference
-//!    over the median bare call, the second bare arm's the noise floor. The
-//!    issue asks for a ~1 ms Keras call; Keras is not installed in the venv
-//!    yet, so the torch call stands in for it.
+//!    over the median bare call, the second bare arm's the noise floor.
 //!
 //! Targets (issue): at most 10 µs per call (vertebrae: about 1.5 ms), and
 //! under 1% on the 1 ms call. Skipped, with the reason printed, when the
 //! reference Python cannot import vertebrae or has no maturin; the 1 ms rows
-//! are skipped, with the reason, when torch cannot be imported.
+//! are skipped, with the reason, when Keras on torch cannot be imported.
 
 use std::path::Path;
 use std::process::Command;
@@ -82,19 +82,25 @@ out["host_memory_off_ns"] = cost_ns(host_memory=False)
 out["disabled_ns"] = cost_ns(enabled=False)
 
 try:
+    import numpy
     import torch
+    import keras
+    if keras.backend.backend() != "torch":
+        raise RuntimeError(f"Keras runs on {keras.backend.backend()}, not torch (KERAS_BACKEND)")
 except Exception as error:
-    out["torch_error"] = f"{type(error).__name__}: {error}"
+    out["keras_error"] = f"{type(error).__name__}: {error}"
     print(json.dumps(out))
     sys.exit(0)
 torch.set_num_threads(1)
 torch.set_grad_enabled(False)
-torch.manual_seed(0)
+keras.utils.set_random_seed(0)
 width = 256
-layers = []
-for _ in range(4):
-    layers += [torch.nn.Linear(width, width), torch.nn.ReLU()]
-model = torch.nn.Sequential(*layers).eval()
+model = keras.Sequential(
+    [keras.Input((width,))] + [keras.layers.Dense(width, activation="relu") for _ in range(4)]
+)
+
+def inputs(batch):
+    return torch.from_numpy(numpy.random.default_rng(0).random((batch, width), dtype=numpy.float32))
 
 def median_call_ns(x, n):
     times = []
@@ -105,15 +111,20 @@ def median_call_ns(x, n):
     return statistics.median(times)
 
 if batch == 0:
-    batch = 32
+    # Keras's own dispatch is most of a small call, so the batch only trims
+    # the call towards 1 ms; the smallest batch is taken when even it is longer.
+    batch = 16
     for _ in range(8):
-        x = torch.randn(batch, width)
+        x = inputs(batch)
         median_call_ns(x, 20)
         took = median_call_ns(x, 100)
         if abs(took - 1e6) < 0.05e6:
             break
-        batch = max(1, round(batch * 1e6 / took))
-x = torch.randn(batch, width)
+        wanted = max(1, round(batch * 1e6 / took))
+        if wanted == batch:
+            break
+        batch = wanted
+x = inputs(batch)
 call = lambda: model(x)
 for _ in range(50):
     call()
@@ -184,7 +195,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         if ctx.quick() { (2_000, 100, 3, 300) } else { (20_000, 500, 5, 2_000) };
     let run_script = |ctx: &BenchContext, which: &str, calls: u64, batch: u64| -> anyhow::Result<Value> {
         let mut command = Command::new(&python);
-        command.arg("-c").arg(SCRIPT).arg(which);
+        command.arg("-c").arg(SCRIPT).arg(which).env("KERAS_BACKEND", "torch");
         command.args([calls, repeats, rounds, batch].map(|count| count.to_string()));
         let (_, stdout) = ctx
             .run_measured_capture(&mut command)
@@ -234,13 +245,13 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         ctx.record(row);
     }
 
-    if let Some(why) = ours["torch_error"].as_str().or(theirs["torch_error"].as_str()) {
-        println!("python-profile 1 ms call skipped: torch cannot be imported: {why}");
+    if let Some(why) = ours["keras_error"].as_str().or(theirs["keras_error"].as_str()) {
+        println!("python-profile 1 ms call skipped: Keras on torch cannot be imported: {why}");
         return Ok(());
     }
     let call_ns = number(&ours, "bare_median_ns", "tally")?;
     if call_ns <= 0.0 {
-        bail!("the tally script measured a non-positive torch call time");
+        bail!("the tally script measured a non-positive Keras call time");
     }
     let overhead = |value: &Value, who: &str| -> anyhow::Result<(f64, f64, f64)> {
         let bare = number(value, "bare_median_ns", who)?;
@@ -253,18 +264,17 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let total = |value: &Value, key: &str, who: &str| -> anyhow::Result<Measure> {
         Ok(Measure { seconds: number(value, key, who)? / 1e9, peak_rss_bytes: None })
     };
-    let stand_in = "a torch MLP forward (4 x Linear 256 + ReLU, one thread) standing in for the issue's \
-                    ~1 ms Keras call until Keras is installed";
+    let model = "Keras 3 Sequential, 4 x Dense 256 + ReLU, torch backend, one thread";
     let mut bare = Row::new(
-        format!("python-profile torch call, bare ({:.2} ms, batch {batch})", call_ns / 1e6),
+        format!("python-profile Keras call, bare ({:.2} ms, batch {batch})", call_ns / 1e6),
         total(&ours, "bare_total_ns", "tally")?,
     );
     bare.items = Some(rounds);
     bare.item_unit = "calls";
-    bare.note = format!("tally's process; {stand_in}");
+    bare.note = format!("tally's process; {model}");
     ctx.record(bare);
     let mut row = Row::new(
-        "python-profile torch call in measure_call (host memory on)",
+        "python-profile Keras call in measure_call (host memory on)",
         total(&ours, "measured_total_ns", "tally")?,
     );
     row.items = Some(rounds);
@@ -273,7 +283,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     row.note = format!(
         "overhead (median paired difference / median bare call, {rounds} interleaved rounds): tally \
          {:+.3}% ({tally_us:.1} µs; noise floor {:+.3}%), target < 1%: {}; vertebrae {:+.2}% \
-         ({vertebrae_us:.0} µs; noise floor {:+.3}%), target < 1%: {}; {stand_in}",
+         ({vertebrae_us:.0} µs; noise floor {:+.3}%), target < 1%: {}; {model}",
         tally_overhead * 100.0,
         tally_floor * 100.0,
         verdict(tally_overhead < TARGET_OVERHEAD),
