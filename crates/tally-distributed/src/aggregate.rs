@@ -17,7 +17,7 @@ use tally_profile::profile::{
     EmbeddingFootprint, FootprintStatus, ModelFootprint, PersistedStatus, ProfileStatus, ResourceProfile,
 };
 use tally_profile::{
-    EmbeddingError, EmbeddingMetadata, EmbeddingStore, StoredEmbeddingStat, persisted_array_footprint,
+    EmbeddingError, EmbeddingSize, EmbeddingStore, StoredEmbeddingStat, persisted_array_footprint,
 };
 
 use crate::types::{
@@ -255,7 +255,7 @@ impl<'p> Summary<'p> {
 /// ```
 pub fn aggregate_distributed_resource_profiles<K: AsRef<str>>(
     profiles: &[(K, ResourceProfile)],
-    merged_embeddings: &EmbeddingMetadata,
+    merged_embeddings: &(impl EmbeddingSize + ?Sized),
     options: &AggregateOptions<'_>,
 ) -> Result<DistributedResourceProfile, AggregateError> {
     let summary = Summary::of(profiles, 0);
@@ -271,7 +271,7 @@ pub fn aggregate_distributed_resource_profiles<K: AsRef<str>>(
 /// very many workers; the result is identical (see the module docs).
 pub fn aggregate_distributed_resource_profiles_parallel<K: AsRef<str> + Sync>(
     profiles: &[(K, ResourceProfile)],
-    merged_embeddings: &EmbeddingMetadata,
+    merged_embeddings: &(impl EmbeddingSize + ?Sized),
     options: &AggregateOptions<'_>,
 ) -> Result<DistributedResourceProfile, AggregateError> {
     // A few chunks per thread balance the load; below ~1000 workers per
@@ -284,7 +284,7 @@ pub fn aggregate_distributed_resource_profiles_parallel<K: AsRef<str> + Sync>(
 /// public so tests can force any split.
 pub fn aggregate_in_chunks<K: AsRef<str> + Sync>(
     profiles: &[(K, ResourceProfile)],
-    merged_embeddings: &EmbeddingMetadata,
+    merged_embeddings: &(impl EmbeddingSize + ?Sized),
     options: &AggregateOptions<'_>,
     chunk_len: usize,
 ) -> Result<DistributedResourceProfile, AggregateError> {
@@ -314,7 +314,7 @@ fn finish<K: AsRef<str>>(
     profiles: &[(K, ResourceProfile)],
     summary: Summary<'_>,
     first_calls: Vec<f64>,
-    merged_embeddings: &EmbeddingMetadata,
+    merged_embeddings: &(impl EmbeddingSize + ?Sized),
     options: &AggregateOptions<'_>,
 ) -> Result<DistributedResourceProfile, AggregateError> {
     let key = |index: usize| profiles[index].0.as_ref().to_owned();
@@ -409,4 +409,42 @@ fn finish<K: AsRef<str>>(
         context,
         warnings: warnings.into_iter().map(str::to_owned).collect(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tally_profile::{CallSpec, EmbeddingSource, ProfilerConfig, ResourceProfiler};
+
+    fn workers() -> Vec<(String, ResourceProfile)> {
+        (0..2)
+            .map(|shard| {
+                let mut profiler = ResourceProfiler::new(ProfilerConfig::default());
+                profiler.measure_call(|| (), CallSpec::new(4, "batch"));
+                (format!("shard-{shard}"), profiler.finish(false))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merged_embeddings_may_be_an_array_description() {
+        let workers = workers();
+        let options = AggregateOptions::default();
+        // np.zeros((8, 16), "float32") and a list of lists of the same size.
+        let array =
+            EmbeddingSource::Dense { array_shape: vec![8, 16], itemsize: 4, shape: Some(vec![8, 16]) };
+        let list = EmbeddingSource::Dense { array_shape: vec![8, 16], itemsize: 4, shape: None };
+        let from_array =
+            aggregate_distributed_resource_profiles(&workers, &array, &options).expect("aggregates");
+        let embedding = from_array.embedding.expect("merged footprint");
+        assert_eq!((embedding.raw_bytes, embedding.bytes_per_embedding), (512, 64.0));
+        let from_list =
+            aggregate_distributed_resource_profiles(&workers, &list, &options).expect("aggregates");
+        assert_eq!(from_list.embedding.expect("merged footprint").bytes_per_embedding, 0.0);
+        let vector = EmbeddingSource::Dense { array_shape: vec![8], itemsize: 4, shape: Some(vec![8]) };
+        assert_eq!(
+            aggregate_distributed_resource_profiles(&workers, &vector, &options),
+            Err(AggregateError::Embedding(EmbeddingError::NotAMatrix { dimensions: 1 }))
+        );
+    }
 }

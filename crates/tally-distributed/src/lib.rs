@@ -38,8 +38,9 @@
 //!
 //! # Where tally differs from vertebrae
 //!
-//! - The merged embeddings are metadata ([`tally_profile::EmbeddingMetadata`]:
-//!   shape, dtype, sparse, nnz); vertebrae also accepts the arrays.
+//! - The merged embeddings are described, not passed: by metadata
+//!   ([`tally_profile::EmbeddingMetadata`]: shape, dtype, sparse, nnz) or by
+//!   what a binding reads of an array ([`tally_profile::EmbeddingSource`]).
 //! - Counts are `u64`: a sum over workers beyond 2^64 − 1 is
 //!   [`AggregateError::Overflow`], where Python's integers grow.
 //! - The inconsistent-model error names the two disagreeing shards in its

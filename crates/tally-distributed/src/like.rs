@@ -5,7 +5,7 @@
 use serde_json::{Value, json};
 use tally_core::ValidationError;
 use tally_profile::profile::{ResourceProfile, common_profile_columns, resource_profile_columns};
-use tally_profile::{EmbeddingError, EmbeddingMetadata, PersistedSizes, set_embedding_footprint};
+use tally_profile::{EmbeddingError, EmbeddingSize, PersistedSizes, set_embedding_footprint};
 
 use crate::types::{DISTRIBUTED_SCOPE, DistributedResourceProfile};
 
@@ -116,8 +116,8 @@ pub fn distributed_resource_profile_columns(
 /// looking at the metadata, as vertebrae does.
 pub fn with_distributed_embedding_footprint(
     profile: Option<DistributedResourceProfile>,
-    raw: &EmbeddingMetadata,
-    evaluated: &EmbeddingMetadata,
+    raw: &(impl EmbeddingSize + ?Sized),
+    evaluated: &(impl EmbeddingSize + ?Sized),
     persisted: &PersistedSizes<'_>,
 ) -> Result<Option<DistributedResourceProfile>, EmbeddingError> {
     let Some(mut profile) = profile else {

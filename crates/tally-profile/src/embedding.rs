@@ -10,7 +10,7 @@ use serde_json::Value;
 use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 use tally_core::{NonEmptyString, ValidationError};
 
-use crate::pytext::python_repr;
+use crate::pytext::{python_repr, python_unpack_message};
 
 /// Why an embedding footprint could not be computed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -20,9 +20,21 @@ pub enum EmbeddingError {
         "Embedding metadata must define shape, dtype, sparse, and nnz when used for resource-footprint calculation."
     )]
     IncompleteMetadata,
-    /// numpy does not know the dtype.
+    /// numpy does not know the dtype (its `repr` is the field), numpy's
+    /// `TypeError` message.
     #[error("data type {0} not understood")]
     UnknownDtype(String),
+    /// A dtype alias numpy 2 removed (`bool8`, `int0`, ...; its `repr` is
+    /// the field), numpy's `TypeError` message.
+    #[error("Alias {0} was removed in NumPy 2.0. Use a name without a digit at the end.")]
+    RemovedDtypeAlias(String),
+    /// A dense array that is not two-dimensional: vertebrae unpacks its
+    /// shape into `rows, cols`, and this is Python 3.11's `ValueError`.
+    #[error("{}", python_unpack_message(2, *.dimensions))]
+    NotAMatrix {
+        /// How many dimensions the array has.
+        dimensions: usize,
+    },
     /// The size does not fit in 64 bits.
     #[error("embedding size overflows 64 bits")]
     Overflow,
@@ -96,7 +108,7 @@ impl EmbeddingMetadata {
         if self.sparse {
             let nnz = self.nnz.ok_or(EmbeddingError::IncompleteMetadata)?;
             let itemsize = dtype_itemsize(dtype)?;
-            let values = nnz.checked_mul(itemsize + 4);
+            let values = itemsize.checked_add(4).and_then(|entry| nnz.checked_mul(entry));
             let pointers = rows.checked_add(1).and_then(|count| count.checked_mul(4));
             return values.zip(pointers).and_then(|(a, b)| a.checked_add(b)).ok_or(EmbeddingError::Overflow);
         }
@@ -107,6 +119,104 @@ impl EmbeddingMetadata {
     /// Rows, for bytes per embedding: `shape[0]`, 0 without a shape.
     pub fn sample_count(&self) -> u64 {
         self.shape.first().copied().unwrap_or(0)
+    }
+}
+
+/// What vertebrae can size as embeddings (`_embedding_resident_bytes` and
+/// `_embedding_sample_count`): [`EmbeddingMetadata`], or an [`EmbeddingSource`].
+pub trait EmbeddingSize {
+    /// Bytes the embeddings take in memory.
+    fn resident_bytes(&self) -> Result<u64, EmbeddingError>;
+    /// How many embeddings there are, for bytes per embedding (0 when unknown).
+    fn sample_count(&self) -> u64;
+}
+
+impl EmbeddingSize for EmbeddingMetadata {
+    fn resident_bytes(&self) -> Result<u64, EmbeddingError> {
+        EmbeddingMetadata::resident_bytes(self)
+    }
+    fn sample_count(&self) -> u64 {
+        EmbeddingMetadata::sample_count(self)
+    }
+}
+
+/// The embeddings vertebrae's footprint functions take: committed metadata
+/// (a `dict`), or an in-memory matrix, as a binding reads it from the
+/// object (numpy's or scipy's).
+///
+/// ```
+/// use tally_profile::{EmbeddingError, EmbeddingSize, EmbeddingSource};
+/// // np.zeros((4, 3), "float16")
+/// let dense = EmbeddingSource::Dense { array_shape: vec![4, 3], itemsize: 2, shape: Some(vec![4, 3]) };
+/// assert_eq!((dense.resident_bytes(), dense.sample_count()), (Ok(24), 4));
+/// // [[1.0, 2.0]]: numpy makes it float64, but a list has no `shape`.
+/// let list = EmbeddingSource::Dense { array_shape: vec![1, 2], itemsize: 8, shape: None };
+/// assert_eq!((list.resident_bytes(), list.sample_count()), (Ok(16), 0));
+/// let vector = EmbeddingSource::Dense { array_shape: vec![5], itemsize: 4, shape: Some(vec![5]) };
+/// assert_eq!(vector.resident_bytes(), Err(EmbeddingError::NotAMatrix { dimensions: 1 }));
+/// // A CSR matrix: data, indices and indptr.
+/// let csr = EmbeddingSource::Sparse { component_bytes: vec![40, 40, 24], shape: Some(vec![5, 4]) };
+/// assert_eq!((csr.resident_bytes(), csr.sample_count()), (Ok(104), 5));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EmbeddingSource {
+    /// A metadata dict: vertebrae's `estimate_metadata_resident_bytes`.
+    Metadata(EmbeddingMetadata),
+    /// Anything numpy makes an array of (`np.asarray(value)`): vertebrae's
+    /// `estimate_dense_nbytes`, `rows * cols * itemsize`.
+    Dense {
+        /// The shape of `np.asarray(value)`; it must have two dimensions.
+        array_shape: Vec<u64>,
+        /// The array's element size.
+        itemsize: u64,
+        /// The object's own `shape`, which vertebrae counts samples from;
+        /// `None` when it has none (a list of lists).
+        shape: Option<Vec<u64>>,
+    },
+    /// A scipy sparse matrix or array: vertebrae's `sparse_matrix_nbytes`,
+    /// the sum of its component arrays' sizes.
+    Sparse {
+        /// `nbytes` of `data` and of whichever of `indices`, `indptr`,
+        /// `row` and `col` the format has.
+        component_bytes: Vec<u64>,
+        /// The matrix's `shape`.
+        shape: Option<Vec<u64>>,
+    },
+}
+
+impl From<EmbeddingMetadata> for EmbeddingSource {
+    fn from(metadata: EmbeddingMetadata) -> Self {
+        Self::Metadata(metadata)
+    }
+}
+
+impl EmbeddingSize for EmbeddingSource {
+    fn resident_bytes(&self) -> Result<u64, EmbeddingError> {
+        match self {
+            Self::Metadata(metadata) => metadata.resident_bytes(),
+            Self::Dense { array_shape, itemsize, .. } => {
+                let [rows, cols] = array_shape.as_slice() else {
+                    return Err(EmbeddingError::NotAMatrix { dimensions: array_shape.len() });
+                };
+                rows.checked_mul(*cols)
+                    .and_then(|count| count.checked_mul(*itemsize))
+                    .ok_or(EmbeddingError::Overflow)
+            }
+            Self::Sparse { component_bytes, .. } => component_bytes
+                .iter()
+                .try_fold(0u64, |total, bytes| total.checked_add(*bytes))
+                .ok_or(EmbeddingError::Overflow),
+        }
+    }
+
+    /// vertebrae's `int(shape[0]) if shape else 0`.
+    fn sample_count(&self) -> u64 {
+        match self {
+            Self::Metadata(metadata) => metadata.sample_count(),
+            Self::Dense { shape, .. } | Self::Sparse { shape, .. } => {
+                shape.as_deref().and_then(<[u64]>::first).copied().unwrap_or(0)
+            }
+        }
     }
 }
 
@@ -121,45 +231,106 @@ fn truthy(value: &Value) -> bool {
     }
 }
 
-/// `np.dtype(name).itemsize` for the numeric dtypes numpy 2 knows on
-/// x86-64 Linux, by name, type code or array-protocol string (with an
-/// optional byte-order mark), plus fixed-width `S`/`a`/`U`/`V` types.
+/// `np.dtype(name).itemsize` for the dtype strings numpy 2 knows on
+/// x86-64 Linux: the names (`float32`, `int`, `object`, `str`, ...), which
+/// take no byte-order mark, and the type codes and array-protocol strings
+/// (`f`, `<f4`, `|b1`, `O`, `<M8[ns]`, `U8`, `V12`, `T`), which may have
+/// one. Structured and subarray spellings (`"f4, i8"`, `"(2,)f4"`) are not
+/// read; they are [`EmbeddingError::UnknownDtype`] here.
 ///
 /// ```
-/// use tally_profile::dtype_itemsize;
+/// use tally_profile::{dtype_itemsize, EmbeddingError};
 /// assert_eq!(dtype_itemsize("float32").unwrap(), 4);
 /// assert_eq!(dtype_itemsize("<f2").unwrap(), 2);
 /// assert_eq!(dtype_itemsize("U8").unwrap(), 32);
+/// assert_eq!(dtype_itemsize("datetime64[ns]").unwrap(), 8);
 /// assert!(dtype_itemsize("bfloat16").is_err());
+/// // numpy reads byte-order marks on type codes only.
+/// assert!(dtype_itemsize("<float32").is_err());
+/// assert!(matches!(dtype_itemsize("bool8"), Err(EmbeddingError::RemovedDtypeAlias(_))));
 /// ```
 pub fn dtype_itemsize(name: &str) -> Result<u64, EmbeddingError> {
-    let unknown = || EmbeddingError::UnknownDtype(python_repr(name));
-    let body = name.strip_prefix(['<', '>', '=', '|']).unwrap_or(name);
-    let named = match body {
-        "bool" | "?" | "b1" | "bool_" => 1,
-        "int8" | "i1" | "b" | "byte" | "uint8" | "u1" | "B" | "ubyte" => 1,
-        "int16" | "i2" | "h" | "short" | "uint16" | "u2" | "H" | "ushort" => 2,
-        "int32" | "i4" | "i" | "intc" | "uint32" | "u4" | "I" | "uintc" => 4,
-        "int64" | "i8" | "l" | "q" | "long" | "longlong" | "int" | "intp" | "p" | "int_" | "uint64"
-        | "u8" | "L" | "Q" | "ulong" | "ulonglong" | "uint" | "uintp" | "P" => 8,
-        "float16" | "f2" | "e" | "half" => 2,
-        "float32" | "f4" | "f" | "single" => 4,
-        "float64" | "f8" | "d" | "double" | "float" | "float_" => 8,
-        "longdouble" | "g" | "float128" | "f16" => 16,
-        "complex64" | "c8" | "F" | "csingle" => 8,
-        "complex128" | "c16" | "D" | "cdouble" | "complex" | "complex_" => 16,
-        "clongdouble" | "G" | "complex256" | "c32" => 32,
-        _ => 0,
-    };
-    if named > 0 {
-        return Ok(named);
+    if REMOVED_ALIASES.contains(&name) {
+        return Err(EmbeddingError::RemovedDtypeAlias(python_repr(name)));
     }
-    let (kind, width) = body.split_at(body.find(|ch: char| ch.is_ascii_digit()).ok_or_else(unknown)?);
-    let width: u64 = width.parse().map_err(|_| unknown())?;
+    if let Some(size) = named_itemsize(name) {
+        return Ok(size);
+    }
+    let code = name.strip_prefix(['<', '>', '=', '|']).unwrap_or(name);
+    code_itemsize(code)
+        .or_else(|| datetime_itemsize(code))
+        .or_else(|| flexible_itemsize(code))
+        .ok_or_else(|| EmbeddingError::UnknownDtype(python_repr(name)))
+}
+
+/// The aliases numpy 2 removed, which it reports with their own message.
+const REMOVED_ALIASES: [&str; 7] = ["bool8", "int0", "uint0", "object0", "str0", "bytes0", "void0"];
+
+/// The dtype names, which numpy reads without a byte-order mark.
+fn named_itemsize(name: &str) -> Option<u64> {
+    Some(match name {
+        "bool" | "bool_" | "int8" | "uint8" | "byte" | "ubyte" => 1,
+        "int16" | "uint16" | "short" | "ushort" | "float16" | "half" => 2,
+        "int32" | "uint32" | "intc" | "uintc" | "float32" | "single" => 4,
+        "int64" | "uint64" | "int" | "int_" | "intp" | "uint" | "uintp" | "long" | "ulong" | "longlong"
+        | "ulonglong" | "float64" | "float" | "double" | "complex64" | "csingle" | "object" | "object_" => 8,
+        "float128" | "longdouble" | "complex128" | "complex" | "cdouble" => 16,
+        "complex256" | "clongdouble" => 32,
+        // Flexible types without a length.
+        "str" | "str_" | "unicode" | "bytes" | "bytes_" | "void" => 0,
+        _ => return None,
+    })
+}
+
+/// Type codes and fixed-size array-protocol strings (after any byte-order mark).
+fn code_itemsize(code: &str) -> Option<u64> {
+    Some(match code {
+        "?" | "b1" | "b" | "B" | "i1" | "u1" | "c" => 1,
+        "h" | "H" | "i2" | "u2" | "e" | "f2" => 2,
+        "i" | "I" | "i4" | "u4" | "f" | "f4" => 4,
+        "l" | "L" | "q" | "Q" | "p" | "P" | "n" | "N" | "i8" | "u8" | "d" | "f8" | "F" | "c8" | "O"
+        | "O4" | "O8" => 8,
+        "g" | "f16" | "D" | "c16" | "T" => 16,
+        "G" | "c32" => 32,
+        _ => return None,
+    })
+}
+
+/// `datetime64` and `timedelta64` (8 bytes), with an optional `[unit]`.
+fn datetime_itemsize(code: &str) -> Option<u64> {
+    let (kind, metadata) = match code.find('[') {
+        Some(open) => (&code[..open], Some(code[open..].strip_prefix('[')?.strip_suffix(']')?)),
+        None => (code, None),
+    };
+    if !matches!(kind, "M" | "m" | "M8" | "m8" | "datetime64" | "timedelta64") {
+        return None;
+    }
+    let Some(metadata) = metadata else {
+        return Some(8);
+    };
+    let unit = metadata.trim_start_matches(|ch: char| ch.is_ascii_digit());
+    let units = ["Y", "M", "W", "D", "h", "m", "s", "ms", "us", "\u{3bc}s", "ns", "ps", "fs", "as"];
+    let known = units.contains(&unit) || (metadata == "generic");
+    known.then_some(8)
+}
+
+/// Byte strings (`S`, `a`), UCS-4 strings (`U`, 4 bytes a character) and
+/// raw bytes (`V`), with an optional decimal length (0 without).
+fn flexible_itemsize(code: &str) -> Option<u64> {
+    let mut chars = code.chars();
+    let kind = chars.next()?;
+    let width = chars.as_str();
+    let width: u64 = if width.is_empty() {
+        0
+    } else if width.bytes().all(|byte| byte.is_ascii_digit()) {
+        width.parse().ok()?
+    } else {
+        return None;
+    };
     match kind {
-        "S" | "a" | "V" => Ok(width),
-        "U" => width.checked_mul(4).ok_or(EmbeddingError::Overflow),
-        _ => Err(unknown()),
+        'S' | 'a' | 'V' => Some(width),
+        'U' => width.checked_mul(4),
+        _ => None,
     }
 }
 
@@ -297,8 +468,8 @@ pub fn persisted_array_footprint(
 /// vertebrae's `with_embedding_footprint` (and of its distributed variant)
 /// that does not touch the profile.
 pub fn embedding_footprint(
-    raw: &EmbeddingMetadata,
-    evaluated: &EmbeddingMetadata,
+    raw: &(impl EmbeddingSize + ?Sized),
+    evaluated: &(impl EmbeddingSize + ?Sized),
     persisted: &PersistedSizes<'_>,
 ) -> Result<(EmbeddingFootprint, Vec<String>), EmbeddingError> {
     let raw_bytes = raw.resident_bytes()?;
@@ -348,8 +519,8 @@ pub fn embedding_footprint(
 /// ```
 pub fn with_embedding_footprint(
     profile: Option<ResourceProfile>,
-    raw: &EmbeddingMetadata,
-    evaluated: &EmbeddingMetadata,
+    raw: &(impl EmbeddingSize + ?Sized),
+    evaluated: &(impl EmbeddingSize + ?Sized),
     persisted: &PersistedSizes<'_>,
 ) -> Result<Option<ResourceProfile>, EmbeddingError> {
     let Some(mut profile) = profile else {
@@ -367,8 +538,8 @@ pub fn with_embedding_footprint(
 pub fn set_embedding_footprint(
     embedding: &mut Option<EmbeddingFootprint>,
     warnings: &mut Vec<String>,
-    raw: &EmbeddingMetadata,
-    evaluated: &EmbeddingMetadata,
+    raw: &(impl EmbeddingSize + ?Sized),
+    evaluated: &(impl EmbeddingSize + ?Sized),
     persisted: &PersistedSizes<'_>,
 ) -> Result<(), EmbeddingError> {
     let (footprint, store_warnings) = embedding_footprint(raw, evaluated, persisted)?;
@@ -603,5 +774,139 @@ impl EmbeddingStore for LocalEmbeddingStore {
         }
         StoredEmbeddingStat::new(target.to_string_lossy(), actual, manifest.storage_format)
             .map_err(|error| value_error(error.to_string()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `np.dtype(name).itemsize` (numpy 2.4 on x86-64 Linux), or the
+    /// message of numpy's `TypeError`.
+    const NUMPY: &[(&str, Result<u64, &str>)] = &[
+        ("float32", Ok(4)),
+        ("<f4", Ok(4)),
+        ("=f4", Ok(4)),
+        (">f", Ok(4)),
+        ("|i1", Ok(1)),
+        ("float16", Ok(2)),
+        ("e", Ok(2)),
+        ("bool", Ok(1)),
+        ("?", Ok(1)),
+        ("b1", Ok(1)),
+        ("int", Ok(8)),
+        ("uint", Ok(8)),
+        ("long", Ok(8)),
+        ("p", Ok(8)),
+        ("N", Ok(8)),
+        ("longdouble", Ok(16)),
+        ("g", Ok(16)),
+        ("clongdouble", Ok(32)),
+        ("G", Ok(32)),
+        ("complex", Ok(16)),
+        ("c8", Ok(8)),
+        ("O", Ok(8)),
+        ("|O", Ok(8)),
+        ("O4", Ok(8)),
+        ("object", Ok(8)),
+        ("datetime64", Ok(8)),
+        ("datetime64[ns]", Ok(8)),
+        ("<M8[25s]", Ok(8)),
+        ("m8[W]", Ok(8)),
+        ("M8[generic]", Ok(8)),
+        ("M8[\u{3bc}s]", Ok(8)),
+        ("timedelta64[ms]", Ok(8)),
+        ("<m", Ok(8)),
+        ("c", Ok(1)),
+        ("<c", Ok(1)),
+        ("S", Ok(0)),
+        ("S5", Ok(5)),
+        ("S05", Ok(5)),
+        ("a3", Ok(3)),
+        ("U", Ok(0)),
+        ("U5", Ok(20)),
+        ("<U3", Ok(12)),
+        ("V12", Ok(12)),
+        ("str", Ok(0)),
+        ("bytes", Ok(0)),
+        ("void", Ok(0)),
+        ("T", Ok(16)),
+        ("bfloat16", Err("data type 'bfloat16' not understood")),
+        ("float_", Err("data type 'float_' not understood")),
+        ("complex_", Err("data type 'complex_' not understood")),
+        ("<float32", Err("data type '<float32' not understood")),
+        ("|int8", Err("data type '|int8' not understood")),
+        ("i3", Err("data type 'i3' not understood")),
+        ("f12", Err("data type 'f12' not understood")),
+        ("O16", Err("data type 'O16' not understood")),
+        ("M16", Err("data type 'M16' not understood")),
+        ("u", Err("data type 'u' not understood")),
+        ("S-1", Err("data type 'S-1' not understood")),
+        ("float32 ", Err("data type 'float32 ' not understood")),
+        ("bool8", Err("Alias 'bool8' was removed in NumPy 2.0. Use a name without a digit at the end.")),
+        ("int0", Err("Alias 'int0' was removed in NumPy 2.0. Use a name without a digit at the end.")),
+        ("void0", Err("Alias 'void0' was removed in NumPy 2.0. Use a name without a digit at the end.")),
+    ];
+
+    #[test]
+    fn dtype_sizes_are_numpys() {
+        for (name, expected) in NUMPY {
+            let found = dtype_itemsize(name).map_err(|error| error.to_string());
+            assert_eq!(found, expected.map_err(str::to_owned), "{name:?}");
+        }
+    }
+
+    #[test]
+    fn a_dense_array_must_be_a_matrix_as_vertebrae_unpacks_it() {
+        let array = |shape: &[u64]| EmbeddingSource::Dense {
+            array_shape: shape.to_vec(),
+            itemsize: 4,
+            shape: Some(shape.to_vec()),
+        };
+        let messages: Vec<String> = [&[][..], &[3], &[2, 3, 4]]
+            .iter()
+            .map(|shape| array(shape).resident_bytes().expect_err("not a matrix").to_string())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                "not enough values to unpack (expected 2, got 0)",
+                "not enough values to unpack (expected 2, got 1)",
+                "too many values to unpack (expected 2)",
+            ]
+        );
+        assert_eq!(array(&[0, 7]).resident_bytes(), Ok(0));
+        assert_eq!(array(&[0, 7]).sample_count(), 0);
+        assert_eq!(array(&[u64::MAX, 2]).resident_bytes(), Err(EmbeddingError::Overflow));
+    }
+
+    #[test]
+    fn samples_come_from_the_objects_own_shape() {
+        let list = EmbeddingSource::Dense { array_shape: vec![3, 2], itemsize: 8, shape: None };
+        assert_eq!((list.resident_bytes(), list.sample_count()), (Ok(48), 0));
+        // A 0-d shape `()` is falsy in Python: no samples.
+        let scalar = EmbeddingSource::Sparse { component_bytes: vec![8], shape: Some(Vec::new()) };
+        assert_eq!(scalar.sample_count(), 0);
+        let coo = EmbeddingSource::Sparse { component_bytes: vec![40, 40, 40], shape: Some(vec![5, 4]) };
+        assert_eq!((coo.resident_bytes(), coo.sample_count()), (Ok(120), 5));
+        let huge = EmbeddingSource::Sparse { component_bytes: vec![u64::MAX, 1], shape: None };
+        assert_eq!(huge.resident_bytes(), Err(EmbeddingError::Overflow));
+        let metadata = EmbeddingSource::from(EmbeddingMetadata::sparse(10, 50, "float64", 7));
+        assert_eq!((metadata.resident_bytes(), metadata.sample_count()), (Ok(7 * 12 + 11 * 4), 10));
+    }
+
+    #[test]
+    fn footprints_take_either_description() {
+        let raw = EmbeddingSource::Dense { array_shape: vec![10, 8], itemsize: 4, shape: Some(vec![10, 8]) };
+        let evaluated = EmbeddingMetadata::dense(10, 8, "int8");
+        let (footprint, warnings) =
+            embedding_footprint(&raw, &evaluated, &PersistedSizes::default()).expect("sizes");
+        assert_eq!((footprint.raw_bytes, footprint.evaluated_bytes), (320, 80));
+        assert_eq!(footprint.bytes_per_embedding, 8.0);
+        assert_eq!(footprint.compression_savings_ratio, 1.0 - 80.0 / 320.0);
+        assert!(warnings.is_empty());
+        // The CSR entry size overflows before the count multiplies it.
+        let wide = EmbeddingMetadata::sparse(1, 1, "V18446744073709551614", 1);
+        assert_eq!(wide.resident_bytes(), Err(EmbeddingError::Overflow));
     }
 }

@@ -47,8 +47,11 @@
 //! - **Paths**: see [`deployment_artifact_footprint`] for the cases where vertebrae
 //!   raises and tally records an `unreadable` artifact instead. Non-UTF-8
 //!   paths are written lossily.
-//! - **Embeddings** are described by metadata ([`EmbeddingMetadata`]), not
-//!   passed as arrays.
+//! - **Embeddings** are described, not passed: by their metadata
+//!   ([`EmbeddingMetadata`]) or by what a binding reads of an array
+//!   ([`EmbeddingSource`]: shape, element size, a sparse matrix's component
+//!   sizes). Sizes are `u64`, where Python's integers would also hold a
+//!   negative or a larger figure.
 //! - The `resource_adapter` context value is [`ResourceProfileAdapter::name`]
 //!   (the Rust type name by default) where vertebrae writes `module.Class`.
 //!
@@ -74,9 +77,9 @@ pub use clock::{Clock, MonotonicClock};
 pub use config::ResourceProfilingConfig;
 pub use deployment::deployment_artifact_footprint;
 pub use embedding::{
-    EmbeddingError, EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore, PersistedSizes, StoreError,
-    StoredEmbeddingStat, dtype_itemsize, embedding_footprint, persisted_array_footprint,
-    set_embedding_footprint, with_embedding_footprint,
+    EmbeddingError, EmbeddingMetadata, EmbeddingSize, EmbeddingSource, EmbeddingStore, LocalEmbeddingStore,
+    PersistedSizes, StoreError, StoredEmbeddingStat, dtype_itemsize, embedding_footprint,
+    persisted_array_footprint, set_embedding_footprint, with_embedding_footprint,
 };
 pub use host::{HostMemoryMethod, HostMemoryMode, current_rss_and_hwm};
 pub use profile::{
@@ -84,4 +87,4 @@ pub use profile::{
     resource_profile_to_dict, resource_profile_to_json,
 };
 pub use profiler::{CallRecord, CallSpec, ProfilerConfig, ResourceProfiler, panic_text};
-pub use pytext::python_repr;
+pub use pytext::{python_repr, python_unpack_message};

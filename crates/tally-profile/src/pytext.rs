@@ -1,6 +1,7 @@
-//! Python's spelling of two things that end up in profile text: `repr()` of a
-//! string (vertebrae writes `{key!r}` into a warning) and `str()` of an
-//! `OSError` (vertebrae writes it as an artifact's `reason`).
+//! Python's spelling of what ends up in profile text and errors: `repr()` of
+//! a string (vertebrae writes `{key!r}` into a warning), `str()` of an
+//! `OSError` (vertebrae writes it as an artifact's `reason`), and the
+//! message of a failed unpacking (vertebrae unpacks shapes and pairs).
 
 use std::io;
 
@@ -69,6 +70,23 @@ fn printable(ch: char) -> bool {
         | 0xe000..=0xf8ff | 0xf0000..=0xffffd | 0x100000..=0x10fffd
         // noncharacters
         | 0xfdd0..=0xfdef | 0xfffe | 0xffff)
+}
+
+/// Python's `ValueError` message for unpacking `got` values into `expected`
+/// names (`rows, cols = shape`), as Python 3.11 to 3.13 write it (3.14 adds
+/// ", got N" when there are too many).
+///
+/// ```
+/// use tally_profile::python_unpack_message;
+/// assert_eq!(python_unpack_message(2, 1), "not enough values to unpack (expected 2, got 1)");
+/// assert_eq!(python_unpack_message(2, 3), "too many values to unpack (expected 2)");
+/// ```
+pub fn python_unpack_message(expected: usize, got: usize) -> String {
+    if got < expected {
+        format!("not enough values to unpack (expected {expected}, got {got})")
+    } else {
+        format!("too many values to unpack (expected {expected})")
+    }
 }
 
 /// The C library's message for an OS error, as Python's `OSError.strerror`.

@@ -14,6 +14,7 @@ mod adapters;
 mod codec;
 mod convert;
 mod decode;
+mod embedding;
 mod gc;
 mod model;
 mod profiling;
@@ -86,6 +87,9 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(profiling::resource_profile_from_dict, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::distributed_resource_profile_from_dict, module)?)?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_like_from_dict, module)?)?;
+    module.add_function(wrap_pyfunction!(embedding::with_embedding_footprint, module)?)?;
+    module.add_function(wrap_pyfunction!(embedding::with_distributed_embedding_footprint, module)?)?;
+    module.add_function(wrap_pyfunction!(embedding::aggregate_distributed_resource_profiles, module)?)?;
     module.add("CORRELATION_SCHEMA_VERSION", tally_core::CORRELATION_SCHEMA_VERSION)?;
     module.add("ACTIVITY_INTERVALS_SCHEMA_VERSION", tally_core::ACTIVITY_INTERVALS_SCHEMA_VERSION)?;
     module.add("CONTEXT_REFERENCE_SCHEMA_VERSION", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;

@@ -800,7 +800,7 @@ impl ResourceProfiler {
 }
 
 /// A profile-like object's JSON (a local or a distributed profile).
-fn profile_like_json(profile: &Bound<'_, PyAny>) -> PyResult<Value> {
+pub(crate) fn profile_like_json(profile: &Bound<'_, PyAny>) -> PyResult<Value> {
     let name = profile.get_type().name()?.to_string();
     let schema = class_schema(&name)
         .filter(|_| name == "ResourceProfile" || name == "DistributedResourceProfile")

@@ -124,17 +124,14 @@ def test_classes_live_in_tally_accounting():
 
 import tally.profiling as profiling  # noqa: E402
 
-# vertebrae's framework adapter classes and its embedding helpers are not
-# offered yet (docs/PARITY.md lists them as open); vertebrae's own adapter
-# objects work through tally's profiler meanwhile.
+# vertebrae's framework adapter classes are not offered yet (docs/PARITY.md
+# lists them as open); vertebrae's own adapter objects work through tally's
+# profiler meanwhile.
 NOT_YET_IN_PROFILING = {
     "TorchResourceProfileAdapter",
     "TensorFlowResourceProfileAdapter",
     "KerasResourceProfileAdapter",
     "ONNXResourceProfileAdapter",
-    "aggregate_distributed_resource_profiles",
-    "with_embedding_footprint",
-    "with_distributed_embedding_footprint",
 }
 
 
@@ -168,7 +165,15 @@ def test_the_names_not_yet_offered_are_exactly_the_listed_ones():
 
 @pytest.mark.parametrize(
     "name",
-    ["resource_profile_columns", "resource_profile_from_dict", "distributed_resource_profile_from_dict", "resource_profile_like_from_dict"],
+    [
+        "resource_profile_columns",
+        "resource_profile_from_dict",
+        "distributed_resource_profile_from_dict",
+        "resource_profile_like_from_dict",
+        "with_embedding_footprint",
+        "with_distributed_embedding_footprint",
+        "aggregate_distributed_resource_profiles",
+    ],
 )
 def test_profiling_functions_take_vertebraes_parameters(name):
     reference = getattr(importlib.import_module("vertebrae.profiling"), name)

@@ -849,3 +849,60 @@ def resource_profile_like_from_dict(
     value: dict[str, Any] | None,
 ) -> ResourceProfile | DistributedResourceProfile | None:
     """A local or distributed profile from serialized data; None stays None."""
+
+def with_embedding_footprint(
+    profile: ResourceProfile | DistributedResourceProfile | None,
+    raw_embeddings: Any,
+    evaluated_embeddings: Any,
+    *,
+    store: Any = None,
+    raw_key: str | None = None,
+    evaluated_key: str | None = None,
+    raw_stat: Any = None,
+    evaluated_stat: Any = None,
+    persisted_storage: bool = True,
+) -> ResourceProfile | DistributedResourceProfile | None:
+    """The profile with the resident and persisted footprint of its raw and
+    evaluated embeddings and the store's warnings; None stays None.
+
+    Embeddings are numpy arrays (or anything ``numpy.asarray`` takes), scipy
+    sparse matrices, or metadata dicts (``shape``, ``dtype``, ``sparse``,
+    ``nnz``). ``store.stat_array(key)`` gives persisted sizes: a
+    ``FileNotFoundError`` means not persisted, another exception unavailable
+    with a warning. A stat given directly is used instead of the store.
+    Incomplete metadata and arrays that are not two-dimensional raise
+    ``ValueError``, unknown dtypes ``TypeError``, as in vertebrae."""
+
+def with_distributed_embedding_footprint(
+    profile: DistributedResourceProfile | ResourceProfile | None,
+    raw_embeddings: Any,
+    evaluated_embeddings: Any,
+    *,
+    store: Any = None,
+    raw_key: str | None = None,
+    evaluated_key: str | None = None,
+    raw_stat: Any = None,
+    evaluated_stat: Any = None,
+    persisted_storage: bool = True,
+) -> DistributedResourceProfile | ResourceProfile | None:
+    """Update variant storage while retaining distributed inference evidence:
+    the aggregate with its variant's raw and evaluated embedding footprint
+    and the store's warnings; None stays None (see
+    ``with_embedding_footprint`` for the arguments)."""
+
+def aggregate_distributed_resource_profiles(
+    profiles: Iterable[tuple[str, ResourceProfile]],
+    *,
+    merged_embeddings: Any,
+    all_shard_keys: Sequence[str] | None = None,
+    store: Any = None,
+    merged_key: str | None = None,
+    merged_stat: Any = None,
+    persisted_storage: bool = True,
+) -> DistributedResourceProfile:
+    """Aggregate worker observations without presenting them as one local
+    run: ``profiles`` are ``(shard_key, ResourceProfile)`` pairs, of which
+    only the ``measured`` count towards latency, compute, samples, peaks and
+    the model; ``all_shard_keys`` names every shard of the job, reported or
+    not; ``merged_embeddings`` is the merged array, sparse matrix or metadata
+    dict. Workers measuring different models raise ``ValueError``."""

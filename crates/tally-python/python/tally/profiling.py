@@ -28,10 +28,13 @@ from ._native import (
     ResourceProfile,
     ResourceProfiler,
     ResourceProfilingConfig,
+    aggregate_distributed_resource_profiles,
     distributed_resource_profile_from_dict,
     resource_profile_columns,
     resource_profile_from_dict,
     resource_profile_like_from_dict,
+    with_distributed_embedding_footprint,
+    with_embedding_footprint,
 )
 
 #: A local or a distributed resource profile.
@@ -58,8 +61,11 @@ __all__ = [
     "ResourceProfileLike",
     "ResourceProfiler",
     "ResourceProfilingConfig",
+    "aggregate_distributed_resource_profiles",
     "distributed_resource_profile_from_dict",
     "resource_profile_columns",
     "resource_profile_from_dict",
     "resource_profile_like_from_dict",
+    "with_distributed_embedding_footprint",
+    "with_embedding_footprint",
 ]
