@@ -42,6 +42,9 @@ except ImportError:  # vertebrae treats nothing as sparse without scipy
 
 LIBS = {"vertebrae": (V, VertebraeConfig), "tally": (T, T.ResourceProfilingConfig)}
 
+# `np.matrix` is one of the cases on purpose (a subclass numpy still makes).
+pytestmark = pytest.mark.filterwarnings("ignore:the matrix subclass:PendingDeprecationWarning")
+
 
 # --------------------------------------------------------------------------
 # Comparing the two libraries
