@@ -2,7 +2,7 @@
 
 use pyo3::prelude::*;
 
-use crate::profiling::{default_answer, BaseResourceProfileAdapter};
+use crate::profiling::{BaseResourceProfileAdapter, default_answer};
 
 /// Synchronization and device metadata for JAX-backed extractors
 /// (vertebrae's `JAXResourceProfileAdapter`, measured by tally-jax).
