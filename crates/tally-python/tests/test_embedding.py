@@ -657,6 +657,7 @@ def test_a_distributed_variant_keeps_the_aggregates_evidence(pool):
 # Real device peaks (GPU only)
 
 
+@pytest.mark.gpu
 def test_cuda_workers_aggregate_as_vertebrae():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device is visible: real device-memory peaks of GPU workers cannot be measured here "
