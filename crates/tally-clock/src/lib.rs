@@ -278,6 +278,39 @@ impl AlignedTimestamp<'_> {
     }
 }
 
+/// One alignment query answered as the conformance corpus writes it (and
+/// stormlog computes it): `{"covering", "value_ns", "uncertainty_ns",
+/// "clock_domain"}`, or `{"covering", "error"}` with stormlog's message,
+/// where `covering` is [`covering_alignments`]' count.
+///
+/// ```
+/// let answer = tally_clock::query_answer(5, "host", "host", []);
+/// assert_eq!(answer["value_ns"], 5);
+/// assert_eq!(answer["covering"], 0);
+/// ```
+pub fn query_answer<'a>(
+    timestamp_ns: i128,
+    from: &str,
+    to: &str,
+    alignments: impl IntoIterator<Item = &'a CorrelationEvent> + Clone,
+) -> Value {
+    let covering = covering_alignments(timestamp_ns, from, to, alignments.clone()).len();
+    match align_timestamp(timestamp_ns, from, to, alignments) {
+        Ok(aligned) => serde_json::json!({"covering": covering, "value_ns": json_integer(aligned.value_ns),
+            "uncertainty_ns": json_integer(i128::try_from(aligned.uncertainty_ns).unwrap_or(i128::MAX)), "clock_domain": aligned.clock_domain}),
+        Err(error) => serde_json::json!({"covering": covering, "error": error.stormlog_message()}),
+    }
+}
+
+/// A wide integer as JSON: a number when it fits 64 bits (always, for
+/// stormlog's timestamps and offsets), else its decimal text.
+fn json_integer(value: i128) -> Value {
+    if let Ok(small) = i64::try_from(value) {
+        return Value::from(small);
+    }
+    u64::try_from(value).map(Value::from).unwrap_or_else(|_| Value::String(value.to_string()))
+}
+
 /// stormlog's `align_timestamp`: the same domain is the identity with zero
 /// uncertainty; otherwise exactly one alignment must cover the timestamp.
 pub fn align_timestamp<'a, 's>(

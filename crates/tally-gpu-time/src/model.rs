@@ -2,10 +2,13 @@
 //! GPU-time shares as a JSON document, read into what
 //! [`crate::validate_request_shares`] takes.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 use tally_core::{ClockKind, EntityRef, json_integer, shown};
+use tally_resolve::ResolvedEvidence;
 
-use crate::{RequestShareEstimate, ShareError};
+use crate::{
+    DeviceClock, RequestShareEstimate, RunAccounting, ShareBudget, ShareError, validate_request_shares,
+};
 
 /// A share model, before stormlog's rules are applied: one JSON object
 ///
@@ -59,6 +62,45 @@ impl ShareModel {
     pub fn from_json_str(text: &str) -> Result<Self, ShareModelError> {
         // Python reads `-0` as the integer 0 (a share's `duration_ns: -0`).
         read_model(&tally_core::pythonic_json_text(text)).map_err(ShareModelError)
+    }
+
+    /// The device clock the budget is measured on.
+    pub fn device_clock(&self) -> DeviceClock<'_> {
+        DeviceClock::new(&self.device_uuid, &self.clock_domain, self.clock_kind)
+    }
+
+    /// Validates the model against `accounting` (`account_gpu_time(graph)`)
+    /// with [`validate_request_shares`]. stormlog builds the share estimates
+    /// before it validates them, so a share's own rule (a negative duration,
+    /// no model name) comes first.
+    pub fn validate(
+        &self,
+        graph: &(impl ResolvedEvidence + ?Sized),
+        accounting: &RunAccounting<'_>,
+    ) -> Result<ShareBudget, ShareError> {
+        let shares = self.shares.as_ref().map_err(Clone::clone)?;
+        validate_request_shares(
+            graph,
+            accounting,
+            &self.iteration_ref,
+            &self.device_clock(),
+            shares,
+            self.unattributed_ns,
+        )
+    }
+
+    /// The verdict as the conformance corpus writes it (and `tally shares
+    /// --format json` prints it): `{"valid": true, "budget_ns",
+    /// "attributed_ns", "unattributed_ns", "share_count"}` or `{"valid":
+    /// false, "rule", "message"}` with stormlog's message.
+    pub fn verdict_json(outcome: &Result<ShareBudget, ShareError>) -> Value {
+        match outcome {
+            Ok(budget) => {
+                json!({"valid": true, "budget_ns": budget.budget_ns, "attributed_ns": budget.attributed_ns,
+                                 "unattributed_ns": budget.unattributed_ns, "share_count": budget.share_count})
+            }
+            Err(error) => json!({"valid": false, "rule": error.rule(), "message": error.to_string()}),
+        }
     }
 }
 

@@ -7,6 +7,7 @@
 
 pub use tally_artifact as artifact;
 pub use tally_clock as clock;
+pub use tally_conformance as conformance;
 pub use tally_core as core;
 /// CUDA evidence (feature `cuda`, on by default).
 #[cfg(feature = "cuda")]

@@ -33,6 +33,10 @@ enum Command {
     /// Check a model of per-request shares of one iteration's GPU time
     /// against the measured budget.
     Shares(cmd::shares::Args),
+    /// Differential testing of another accounting implementation against
+    /// tally: the static corpus, then generated cases, each disagreement
+    /// shrunk to a minimal case (see `tally conform --help`).
+    Conform(cmd::conform::Args),
     /// Import profiler traces (PyTorch/Kineto Chrome-trace JSON, Nsight
     /// Systems SQLite) into one artifact.
     Import(cmd::import::Args),
@@ -58,6 +62,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => cmd::validate::run(&args),
         Command::Account(args) => cmd::account::run(&args),
         Command::Shares(args) => cmd::shares::run(&args),
+        Command::Conform(args) => cmd::conform::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),

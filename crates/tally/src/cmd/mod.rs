@@ -2,6 +2,7 @@
 
 pub mod account;
 pub mod aggregate;
+pub mod conform;
 #[cfg(feature = "cuda")]
 pub mod cuda_info;
 pub mod export;

@@ -8,8 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde_json::json;
-use tally_gpu_time::{DeviceClock, ShareError, ShareModel, account_gpu_time, validate_request_shares};
+use tally_gpu_time::{ShareError, ShareModel, account_gpu_time};
 
 use super::account::{Layout, readable_ns, resolve_files};
 use super::input::TraceArgs;
@@ -55,30 +54,11 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let accounting = account_gpu_time(&graph);
-    let clock = DeviceClock::new(&model.device_uuid, &model.clock_domain, model.clock_kind);
-    // stormlog builds the share estimates before it validates them, so
-    // their own rules come first.
-    let outcome = model.shares.and_then(|shares| {
-        validate_request_shares(
-            &graph,
-            &accounting,
-            &model.iteration_ref,
-            &clock,
-            &shares,
-            model.unattributed_ns,
-        )
-    });
+    let clock = model.device_clock();
+    let outcome = model.validate(&graph, &accounting);
     let mut out = std::io::stdout().lock();
     match (&outcome, args.format) {
-        (Ok(budget), Layout::Json) => writeln!(
-            out,
-            "{}",
-            json!({"valid": true, "budget_ns": budget.budget_ns, "attributed_ns": budget.attributed_ns,
-                   "unattributed_ns": budget.unattributed_ns, "share_count": budget.share_count})
-        )?,
-        (Err(error), Layout::Json) => {
-            writeln!(out, "{}", json!({"valid": false, "rule": error.rule(), "message": error.to_string()}))?
-        }
+        (_, Layout::Json) => writeln!(out, "{}", ShareModel::verdict_json(&outcome))?,
         (Ok(budget), Layout::Table) => writeln!(
             out,
             "valid: budget {} ns ({}) on {} {} ({}) for iteration {}/{}: {} shares = {} ns, unattributed {} ns",
