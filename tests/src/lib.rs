@@ -1,5 +1,5 @@
 //! Cross-crate, end-to-end and property suites live in `tests/tests/`; the
-//! generators they share live here.
+//! fuzz checks they share live here. The generators of whole runs live in
+//! `tally_conformance::runs`, beside the conformance runner that uses them.
 
 pub mod fuzz_checks;
-pub mod runs;

@@ -1,14 +1,14 @@
 //! Issue 3's properties of resolution and accounting over whole generated
-//! runs (`tally_tests::runs`).
+//! runs (`tally_conformance::runs`).
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tally_conformance::runs::{arb_delivery, arb_run, deliver};
 use tally_core::{EntityRef, InferenceRecord};
 use tally_gpu_time::{
     GpuTime, RequestShareEstimate, RunAccounting, ShareError, account_gpu_time, validate_request_shares,
 };
 use tally_resolve::{CorrelationGraph, ResolvedEvidence, resolve_inference_events};
-use tally_tests::runs::{arb_delivery, arb_run, deliver};
 
 fn config() -> ProptestConfig {
     ProptestConfig::with_cases(96)

@@ -17,8 +17,15 @@ use std::process::Command;
 const NATIVE_CRATES: &[&str] = &["tch", "torch-sys", "ort", "ort-sys", "mpi", "mpi-sys", "cudarc"];
 
 /// The accounting half: correlation evidence to GPU time.
-const ACCOUNTING_HALF: &[&str] =
-    &["tally-artifact", "tally-clock", "tally-resolve", "tally-gpu-time", "tally-trace", "tally-ingest"];
+const ACCOUNTING_HALF: &[&str] = &[
+    "tally-artifact",
+    "tally-clock",
+    "tally-resolve",
+    "tally-gpu-time",
+    "tally-trace",
+    "tally-ingest",
+    "tally-conformance",
+];
 
 /// The profile half: the profiler and the framework adapters.
 const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch", "tally-jax"];
@@ -40,6 +47,7 @@ const LIGHT_CRATES: &[&str] = &[
     "tally-profile",
     "tally-trace",
     "tally-ingest",
+    "tally-conformance",
     "tally-distributed",
 ];
 
