@@ -19,6 +19,7 @@ use crate::workspace_root;
 
 mod account;
 mod artifact;
+mod conform;
 mod distributed;
 pub mod generate;
 mod onnx;
@@ -42,6 +43,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("trace", trace::run),
     ("onnx", onnx::run),
     ("torch", torch::run),
+    ("conform", conform::run),
 ];
 
 /// What one benchmark measured of one program run.
