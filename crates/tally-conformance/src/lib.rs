@@ -18,7 +18,7 @@
 //! - [`tally_answer`]: tally's answer (the accounting object of the corpus
 //!   schema, the share verdict, the alignment answers);
 //! - [`judge`] and [`differences`]: the comparison;
-//! - [`check`]: the runner, the static corpus first, then generated cases,
+//! - [`check()`]: the runner, the static corpus first, then generated cases,
 //!   shrinking the first disagreement of each kind with proptest's
 //!   `simplify`/`complicate`;
 //! - [`Implementation`]: the implementation under test, as a Rust closure
