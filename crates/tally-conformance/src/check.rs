@@ -475,9 +475,10 @@ fn write_finding(
         .iter()
         .map(|path| path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default())
         .collect();
+    // The command line is the umbrella's to know: name the commands only.
     let tally_command = match kind {
-        Kind::Account => format!("tally account --format json {}", names.join(" ")),
-        Kind::Shares => format!("tally shares --format json --model model.json {}", names.join(" ")),
+        Kind::Account => format!("what `tally account` prints in JSON for {}", names.join(" ")),
+        Kind::Shares => format!("what `tally shares` prints in JSON for model.json and {}", names.join(" ")),
         Kind::Align => "tally_clock::query_answer for each query of queries.json".to_owned(),
     };
     let rerun = implementation
