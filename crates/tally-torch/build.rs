@@ -1,5 +1,7 @@
-//! Compiles the C++ shim against the libtorch that torch-sys found, and makes
-//! this crate's tests and examples find libtorch at run time.
+//! With the `libtorch` feature: compiles the C++ shim against the libtorch
+//! that torch-sys found, and makes this crate's tests and examples find
+//! libtorch at run time. Without it (the `python` feature alone) there is
+//! nothing native to build, and this does nothing.
 //!
 //! torch-sys (`links = "tch"`) tells direct dependents where libtorch's
 //! libraries are through `DEP_TCH_LIBTORCH_LIB`. Its headers are beside them
@@ -7,10 +9,26 @@
 //! libtorch zip), unless `LIBTORCH_INCLUDE` says otherwise, as torch-sys reads it.
 
 use std::env;
+#[cfg(feature = "libtorch")]
 use std::path::{Path, PathBuf};
+#[cfg(feature = "libtorch")]
 use std::process::Command;
 
 fn main() {
+    // Cargo sets CARGO_FEATURE_<NAME> for the build script's run; the cfg
+    // only keeps `cc` (an optional build dependency) out of a build without
+    // the feature.
+    if env::var_os("CARGO_FEATURE_LIBTORCH").is_some() {
+        #[cfg(feature = "libtorch")]
+        build_shim();
+    } else {
+        // Without this, cargo would rerun the script on any change in the crate.
+        println!("cargo:rerun-if-changed=build.rs");
+    }
+}
+
+#[cfg(feature = "libtorch")]
+fn build_shim() {
     println!("cargo:rerun-if-changed=csrc/shim.cpp");
     for name in ["LIBTORCH_INCLUDE", "LIBTORCH_CXX11_ABI", "LIBTORCH_USE_PYTORCH", "VIRTUAL_ENV", "PATH"] {
         println!("cargo:rerun-if-env-changed={name}");
@@ -50,6 +68,7 @@ fn main() {
 }
 
 /// The C++ ABI libtorch was built with, found as torch-sys finds it.
+#[cfg(feature = "libtorch")]
 fn cxx11_abi() -> String {
     if let Ok(abi) = env::var("LIBTORCH_CXX11_ABI") {
         return abi;

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+#[cfg(feature = "runtime")]
 use ort::value::TensorElementType;
 
 /// An ONNX tensor element type, by its `TensorProto.DataType` code.
@@ -197,6 +198,7 @@ impl DataType {
     }
 
     /// The type of an ONNX Runtime tensor element.
+    #[cfg(feature = "runtime")]
     pub fn from_ort(element: TensorElementType) -> Self {
         match element {
             TensorElementType::Float32 => DataType::Float,
@@ -231,6 +233,7 @@ impl DataType {
     }
 
     /// The ONNX Runtime element type; `None` where `ort` has none.
+    #[cfg(feature = "runtime")]
     pub fn to_ort(self) -> Option<TensorElementType> {
         Some(match self {
             DataType::Float => TensorElementType::Float32,

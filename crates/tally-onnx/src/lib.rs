@@ -1,5 +1,7 @@
 //! ONNX Runtime for tally: the resource-profile adapter, sessions on
-//! synthetic inputs, and the model footprint read from the `.onnx` file.
+//! synthetic inputs, and the model footprint read from the `.onnx` file
+//! (feature `runtime`, on by default); vertebrae's adapter over Python's
+//! `onnxruntime` sessions (feature `python`).
 //!
 //! # The runtime library
 //!
@@ -46,31 +48,66 @@
 //! - The adapter's `resource_adapter` name is
 //!   `tally_onnx.OnnxResourceProfileAdapter`.
 //!
+//! # Over Python's `onnxruntime`
+//!
+//! The `python` feature adds [`python::OnnxAdapter`], vertebrae's
+//! `ONNXResourceProfileAdapter` over a Python extractor holding an
+//! `onnxruntime.InferenceSession` (the `tally` Python package's
+//! `tally.profiling.ONNXResourceProfileAdapter`), answering as vertebrae
+//! does, hook by hook:
+//!
+//! - **Device**: the session's first provider (`_session.get_providers()`,
+//!   `active_provider`), else the extractor's first configured `providers`
+//!   entry (`configured_provider`), else `CPUExecutionProvider`; never
+//!   asynchronous, synchronized by `InferenceSession.run`.
+//! - **Synchronization**: succeeds (a run returns when its outputs are ready).
+//! - **Device memory**: unavailable (no portable allocator peak API).
+//! - **Model footprint**: unavailable, with vertebrae's reason (vertebrae
+//!   does not parse the model).
+//! - **Deployment artifacts**: the extractor's `model_path` (`checkpoint`),
+//!   then the external artifacts given (`external_weights`).
+//!
+//! It needs no `ort` (the session is Python's), so the package builds
+//! without the `runtime` feature.
+//!
 //! # Features
 //!
 #![doc = document_features::document_features!()]
 
+#[cfg(feature = "runtime")]
 mod adapter;
 mod dtype;
+#[cfg(feature = "runtime")]
 mod error;
 mod model;
+#[cfg(feature = "runtime")]
 mod profile;
+#[cfg(feature = "python")]
+pub mod python;
+#[cfg(feature = "runtime")]
 mod raw;
+#[cfg(feature = "runtime")]
 pub mod runtime;
+#[cfg(feature = "runtime")]
 mod session;
 mod wire;
 #[cfg(feature = "model-writer")]
 pub mod write;
 
+#[cfg(feature = "runtime")]
 pub use adapter::{NO_ALLOCATOR_PEAK_API, OnnxResourceProfileAdapter};
 pub use dtype::DataType;
+#[cfg(feature = "runtime")]
 pub use error::{OnnxError, ShapeError};
 pub use model::{ModelInfo, ModelReadError, Storage, TensorInfo, TensorRole};
+#[cfg(feature = "runtime")]
 pub use profile::{ProfileOptions, ProfileRun, profile_model};
+#[cfg(feature = "runtime")]
 pub use runtime::{
     LibraryPath, LibrarySource, LoadError, ORT_DYLIB_PATH, OnnxRuntime, PYTHON_INTERPRETER,
     python_package_library,
 };
+#[cfg(feature = "runtime")]
 pub use session::{
     CPU_EXECUTION_PROVIDER, Dim, IoInfo, IoType, OnnxSession, OutputValue, SessionOptions, ShapeBindings,
     SyntheticInputs, TensorData, f16_to_f64, f64_to_f16,

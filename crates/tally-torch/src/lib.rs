@@ -1,12 +1,23 @@
-//! The libtorch adapter of tally's resource profiler, through
-//! [`tch`] 0.26.0 (libtorch 2.13.0).
+//! The PyTorch adapter of tally's resource profiler, in two forms behind
+//! two features:
 //!
-//! [`TorchResourceProfileAdapter`] gives the profiler what vertebrae 1.1.0's
-//! `TorchResourceProfileAdapter` gives it for a PyTorch model, with the same
-//! statuses, reasons, device-resolution names and dtype spellings, for a
-//! [`tch::nn::VarStore`] (and the modules built on it) or a TorchScript
-//! [`tch::CModule`]. It reads the model's tensors in place and never loads,
-//! moves or runs anything.
+//! - **`libtorch`** (default): [`TorchResourceProfileAdapter`] over
+//!   [`tch`] 0.26.0 (libtorch 2.13.0), for Rust programs that hold a
+//!   [`tch::nn::VarStore`] or a TorchScript [`tch::CModule`];
+//! - **`python`**: [`python::TorchAdapter`], vertebrae 1.1.0's
+//!   `TorchResourceProfileAdapter` over PyTorch's *Python* objects (pyo3),
+//!   for programs that embed Python and for the `tally` Python package
+//!   (`tally.profiling.TorchResourceProfileAdapter`). It needs neither tch
+//!   nor libtorch at build time.
+//!
+//! Both give the profiler what vertebrae's `TorchResourceProfileAdapter`
+//! gives it for a PyTorch model, with the same statuses, reasons,
+//! device-resolution names and dtype spellings.
+//!
+//! # The libtorch adapter
+//!
+//! [`TorchResourceProfileAdapter`] reads the model's tensors in place and
+//! never loads, moves or runs anything.
 //!
 //! ```no_run
 //! use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
@@ -61,23 +72,77 @@
 //!   (`RuntimeError`).
 //! - The `resource_adapter` context value is
 //!   `tally_torch.TorchResourceProfileAdapter`.
+//!
+//! # The adapter over Python objects
+//!
+//! [`python::TorchAdapter`] holds Python handles (the extractor, an
+//! optional model getter, device resolver and torch loader) and asks torch
+//! through pyo3, hook by hook as vertebrae does, so its answers equal
+//! vertebrae's on the same objects (`crates/tally-python/tests/test_torch.py`
+//! compares them live):
+//!
+//! - **Device**: the devices of the model's parameters and buffers (and of
+//!   a Keras model's `weights`), `model_state`, or `multi_device_model`
+//!   when they span several; a single device differing from the device
+//!   resolver's (else the extractor's `device`) is
+//!   `model_state_conflicts_with_profiling_hint`. Without model state: the
+//!   resolver's device (`extractor_resolver`), the extractor's `device`
+//!   (`explicit`), its `_device(torch)` (`extractor_resolver`), else `cpu`
+//!   (`default_cpu`).
+//! - **Synchronization**: `torch.cuda.synchronize(device)` for every CUDA
+//!   device, `torch.mps.synchronize()` once for MPS; the method is
+//!   `torch.cuda.synchronize`, `torch.mps.synchronize`,
+//!   `torch.synchronize_each_active_device` (several devices) or
+//!   `not_applicable`.
+//! - **Device memory**: on one CUDA device, a window opened by reading
+//!   `memory_allocated` / `memory_reserved` as baselines and
+//!   `reset_peak_memory_stats`, closed by `max_memory_allocated` /
+//!   `max_memory_reserved` on the same device (else unavailable: the device
+//!   changed); `not_applicable` on CPU, unavailable on MPS, other devices and
+//!   several devices.
+//! - **Model footprint**: parameters and buffers deduplicated by identity
+//!   (tied weights count once), trainable by `requires_grad`, bytes as
+//!   `numel() * element_size()`, the sorted distinct `str(dtype)`.
+//! - **Deployment artifacts**: those given to the constructor.
+//!
+//! # Features
+//!
+#![doc = document_features::document_features!()]
 
+#[cfg(feature = "libtorch")]
 mod adapter;
+#[cfg(feature = "libtorch")]
 mod allocator;
+#[cfg(feature = "libtorch")]
 mod device;
+#[cfg(feature = "libtorch")]
 mod dtype;
+#[cfg(feature = "libtorch")]
 mod error;
+#[cfg(feature = "libtorch")]
 mod ffi;
+#[cfg(feature = "libtorch")]
 mod model;
+#[cfg(feature = "python")]
+pub mod python;
+#[cfg(feature = "libtorch")]
 mod script;
 
+#[cfg(feature = "libtorch")]
 pub use adapter::TorchResourceProfileAdapter;
+#[cfg(feature = "libtorch")]
 pub use allocator::{AllocatorStats, allocator_stats, reset_peak_stats, synchronize};
+#[cfg(feature = "libtorch")]
 pub use device::TorchDevice;
+#[cfg(feature = "libtorch")]
 pub use dtype::{kind_name, python_dtype_name};
+#[cfg(feature = "libtorch")]
 pub use error::TorchError;
+#[cfg(feature = "libtorch")]
 pub use model::ModelTensors;
+#[cfg(feature = "libtorch")]
 pub use script::{ScriptProfileOptions, ScriptProfileRun, profile_torchscript, synthetic_input, tensor_json};
 /// The tch version this crate is built with, re-exported so that callers
 /// use the same types.
+#[cfg(feature = "libtorch")]
 pub use tch;

@@ -811,6 +811,30 @@ class JAXResourceProfileAdapter(BaseResourceProfileAdapter):
         profiling_device: str | None = None,
     ) -> None: ...
 
+class TorchResourceProfileAdapter(BaseResourceProfileAdapter):
+    """Resource hooks for a Torch-backed extractor without forcing model loading."""
+
+    extractor: Any
+    def __init__(
+        self,
+        extractor: Any,
+        artifacts: Sequence[str | DeploymentArtifact] = (),
+        *,
+        model_getter: Callable[[], Any] | None = None,
+        device_resolver: Callable[[Any], Any] | None = None,
+        torch_loader: Callable[[], Any] | None = None,
+    ) -> None: ...
+
+class ONNXResourceProfileAdapter(BaseResourceProfileAdapter):
+    """Resource hooks for an ONNX Runtime extractor."""
+
+    extractor: Any
+    def __init__(
+        self,
+        extractor: Any,
+        external_artifacts: Sequence[str | DeploymentArtifact] = (),
+    ) -> None: ...
+
 @final
 class ResourceProfiler:
     """Observe real extractor calls without introducing repeat inference."""

@@ -1,5 +1,6 @@
 //! vertebrae's framework adapters as `tally.profiling` classes, one file per
-//! framework, each a thin shell over its adapter crate (tally-jax, ...):
+//! framework, each a thin shell over its adapter crate (tally-jax, the
+//! `python` features of tally-torch and tally-onnx):
 //! the constructor takes vertebrae's arguments, each hook converts the
 //! crate's answer into the dataclass vertebrae returns. The profiler calls
 //! them as it calls any Python adapter (through their Python methods), so
@@ -7,16 +8,25 @@
 
 #[cfg(feature = "jax")]
 mod jax;
+#[cfg(feature = "onnx")]
+mod onnx;
+#[cfg(feature = "torch")]
+mod torch;
 
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use tally_profile::profile::DeploymentArtifact;
 
-use crate::profiling::from_instance;
+use crate::profiling::{build, from_instance};
 
 /// Registers the adapter classes built into this wheel.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "jax")]
     module.add_class::<jax::JaxResourceProfileAdapter>()?;
+    #[cfg(feature = "torch")]
+    module.add_class::<torch::TorchResourceProfileAdapter>()?;
+    #[cfg(feature = "onnx")]
+    module.add_class::<onnx::OnnxResourceProfileAdapter>()?;
     let _ = module;
     Ok(())
 }
@@ -41,4 +51,22 @@ pub(crate) fn artifacts_from(items: &Bound<'_, PyAny>, role: &str) -> PyResult<V
         }
     }
     Ok(artifacts)
+}
+
+/// A `deployment_artifacts` answer: a tuple of `DeploymentArtifact`
+/// dataclasses, as vertebrae's adapters return.
+#[allow(dead_code)] // used by the adapters whose features are on
+pub(crate) fn artifacts_tuple<'py>(
+    py: Python<'py>,
+    artifacts: &[DeploymentArtifact],
+) -> PyResult<Bound<'py, PyTuple>> {
+    let items = artifacts
+        .iter()
+        .map(|artifact| {
+            let json = serde_json::to_value(artifact)
+                .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))?;
+            build(py, "DeploymentArtifact", &json)
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyTuple::new(py, items)
 }
