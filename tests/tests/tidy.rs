@@ -5,7 +5,8 @@
 //!   thiserror only; no light crate pulls a native runtime in; the profile
 //!   half and the accounting half never depend on each other, and only
 //!   tally-distributed and the umbrella see both; framework adapters are
-//!   depended on by the umbrella alone;
+//!   depended on by the umbrella and the Python package's features alone,
+//!   and the Python package builds no native runtime;
 //! - only the umbrella knows the command line: no library crate's message
 //!   names a command-line flag.
 
@@ -121,6 +122,15 @@ fn no_light_crate_pulls_a_native_runtime_in() {
             "{package} depends on {native:?} with default features: see docs/ARCHITECTURE.md"
         );
     }
+}
+
+#[test]
+fn the_python_package_builds_no_native_runtime() {
+    // Its adapters are the Python forms (tally-torch's and tally-onnx's
+    // `python` features): the frameworks are the ones in the user's Python.
+    let names = tree_of("tally-python", None, &["--all-features"]);
+    let native: Vec<&String> = names.iter().filter(|name| NATIVE_CRATES.contains(&name.as_str())).collect();
+    assert!(native.is_empty(), "the tally wheel would build {native:?}: see docs/ARCHITECTURE.md");
 }
 
 #[test]

@@ -50,7 +50,7 @@
 //!
 //! # Over Python's `onnxruntime`
 //!
-//! The `python` feature adds [`python::OnnxAdapter`], vertebrae's
+//! The `python` feature adds `python::OnnxAdapter`, vertebrae's
 //! `ONNXResourceProfileAdapter` over a Python extractor holding an
 //! `onnxruntime.InferenceSession` (the `tally` Python package's
 //! `tally.profiling.ONNXResourceProfileAdapter`), answering as vertebrae

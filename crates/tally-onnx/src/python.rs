@@ -118,8 +118,8 @@ impl OnnxAdapter {
     /// `checkpoint`, then the external artifacts.
     pub fn artifacts(&self, py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
         let path = self.extractor.bind(py).getattr("model_path")?.str()?;
-        let checkpoint =
-            DeploymentArtifact::new(path.to_str()?).map_err(|error| PyValueError::new_err(error.to_string()))?;
+        let checkpoint = DeploymentArtifact::new(path.to_str()?)
+            .map_err(|error| PyValueError::new_err(error.to_string()))?;
         let mut artifacts = vec![checkpoint];
         artifacts.extend(self.external_artifacts.iter().cloned());
         Ok(artifacts)

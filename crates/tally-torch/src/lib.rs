@@ -4,7 +4,7 @@
 //! - **`libtorch`** (default): [`TorchResourceProfileAdapter`] over
 //!   [`tch`] 0.26.0 (libtorch 2.13.0), for Rust programs that hold a
 //!   [`tch::nn::VarStore`] or a TorchScript [`tch::CModule`];
-//! - **`python`**: [`python::TorchAdapter`], vertebrae 1.1.0's
+//! - **`python`**: `python::TorchAdapter`, vertebrae 1.1.0's
 //!   `TorchResourceProfileAdapter` over PyTorch's *Python* objects (pyo3),
 //!   for programs that embed Python and for the `tally` Python package
 //!   (`tally.profiling.TorchResourceProfileAdapter`). It needs neither tch
@@ -20,6 +20,7 @@
 //! never loads, moves or runs anything.
 //!
 //! ```no_run
+//! # #[cfg(feature = "libtorch")] {
 //! use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
 //! use tally_torch::TorchResourceProfileAdapter;
 //! use tch::nn::{self, Module};
@@ -32,6 +33,7 @@
 //! let output = profiler.measure_call(|| layer.forward(&input), CallSpec::new(32, "batch"));
 //! let profile = profiler.finish(false);
 //! println!("{}", profile.to_json_value().unwrap_or_default());
+//! # }
 //! ```
 //!
 //! # Build setup
@@ -75,7 +77,7 @@
 //!
 //! # The adapter over Python objects
 //!
-//! [`python::TorchAdapter`] holds Python handles (the extractor, an
+//! `python::TorchAdapter` holds Python handles (the extractor, an
 //! optional model getter, device resolver and torch loader) and asks torch
 //! through pyo3, hook by hook as vertebrae does, so its answers equal
 //! vertebrae's on the same objects (`crates/tally-python/tests/test_torch.py`

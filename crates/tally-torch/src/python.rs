@@ -196,7 +196,8 @@ impl TorchAdapter {
         let torch = self.torch(py)?;
         let (devices, source) = self.resolved_devices(py, &torch)?;
         let model = self.model(py)?;
-        let names = devices.iter().map(|device| Ok(device.str()?.to_string())).collect::<PyResult<Vec<_>>>()?;
+        let names =
+            devices.iter().map(|device| Ok(device.str()?.to_string())).collect::<PyResult<Vec<_>>>()?;
         let mut asynchronous = false;
         for device in &devices {
             if is_type(device, "cuda")? || is_type(device, "mps")? {
@@ -283,14 +284,18 @@ impl TorchAdapter {
         let device = match devices.as_slice() {
             [only] => only,
             _ => {
-                let names = devices.iter().map(|device| Ok(device.str()?.to_string())).collect::<PyResult<Vec<_>>>()?;
+                let names = devices
+                    .iter()
+                    .map(|device| Ok(device.str()?.to_string()))
+                    .collect::<PyResult<Vec<_>>>()?;
                 return Ok(DeviceMemoryMeasurement::unavailable(Some(MULTI_DEVICE_REASON))
                     .with_backend_device(backend, Some(names.join(","))));
             }
         };
         let name = device.str()?.to_string();
         if is_type(device, "cpu")? {
-            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_REASON)).with_backend_device(backend, Some(name)));
+            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_REASON))
+                .with_backend_device(backend, Some(name)));
         }
         if !is_type(device, "cuda")? {
             let kind = device.getattr("type")?.str()?;
@@ -366,7 +371,8 @@ impl TorchAdapter {
             weight_dtypes: dtypes.into_iter().collect(),
             unavailable_reason: None,
         };
-        ModelFootprintMeasurement::measured(readings).map_err(|error| PyValueError::new_err(error.to_string()))
+        ModelFootprintMeasurement::measured(readings)
+            .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
     fn with_window<T>(&self, action: impl FnOnce(&mut AllocatorWindow) -> T) -> T {
@@ -410,9 +416,9 @@ fn size(name: &str, value: Option<i128>) -> PyResult<Option<u64>> {
     match value {
         None => Ok(None),
         Some(value) if value < 0 => Err(PyValueError::new_err(format!("{name} must be >= 0 when provided."))),
-        Some(value) => u64::try_from(value)
-            .map(Some)
-            .map_err(|_| PyOverflowError::new_err(format!("{name} exceeds the 64-bit range tally supports."))),
+        Some(value) => u64::try_from(value).map(Some).map_err(|_| {
+            PyOverflowError::new_err(format!("{name} exceeds the 64-bit range tally supports."))
+        }),
     }
 }
 

@@ -6,7 +6,7 @@ use pyo3::types::PyTuple;
 use tally_onnx::python::OnnxAdapter;
 
 use super::{artifacts_from, artifacts_tuple};
-use crate::profiling::{default_answer, BaseResourceProfileAdapter};
+use crate::profiling::{BaseResourceProfileAdapter, default_answer};
 
 /// Resource hooks for an ONNX Runtime extractor (vertebrae's
 /// `ONNXResourceProfileAdapter`, answered by tally-onnx).

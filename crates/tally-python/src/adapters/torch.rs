@@ -6,7 +6,7 @@ use pyo3::types::PyTuple;
 use tally_torch::python::{DeviceResolver, TorchAdapter};
 
 use super::{artifacts_from, artifacts_tuple};
-use crate::profiling::{default_answer, BaseResourceProfileAdapter};
+use crate::profiling::{BaseResourceProfileAdapter, default_answer};
 
 /// Resource hooks for a Torch-backed extractor without forcing model loading
 /// (vertebrae's `TorchResourceProfileAdapter`, measured by tally-torch).
