@@ -130,7 +130,6 @@ import tally.profiling as profiling  # noqa: E402
 NOT_YET_IN_PROFILING = {
     "TensorFlowResourceProfileAdapter",
     "KerasResourceProfileAdapter",
-    "ONNXResourceProfileAdapter",
 }
 
 
