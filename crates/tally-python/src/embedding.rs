@@ -85,8 +85,8 @@ fn get<'py>(metadata: &Bound<'py, PyDict>, key: &str) -> PyResult<Option<Bound<'
 }
 
 /// A metadata dict's `shape`, `dtype`, `sparse` and `nnz`. A falsy shape
-/// reads as no shape; a dtype that is not a string (a `numpy.dtype`, a type
-/// such as `numpy.float32`) reads as `numpy.dtype(value).str`.
+/// reads as no shape; a dtype reads as `numpy.dtype(value).str` (a string
+/// numpy does not know stays as it is).
 fn metadata_of(metadata: &Bound<'_, PyDict>) -> PyResult<EmbeddingMetadata> {
     let py = metadata.py();
     let shape = match get(metadata, "shape")? {
@@ -96,7 +96,15 @@ fn metadata_of(metadata: &Bound<'_, PyDict>) -> PyResult<EmbeddingMetadata> {
     let dtype = match get(metadata, "dtype")? {
         None => None,
         Some(dtype) => match dtype.cast::<PyString>() {
-            Ok(text) => Some(text.to_str()?.to_owned()),
+            // A name numpy knows in this process is read as numpy's own
+            // `str` of it: a package may register dtypes (ml_dtypes, which
+            // JAX and TensorFlow import, adds `bfloat16`), and vertebrae sizes
+            // them with `np.dtype`. A name numpy refuses stays as given, so
+            // tally's own reading raises numpy's error at vertebrae's point.
+            Ok(text) => match py.import("numpy")?.getattr("dtype")?.call1((&text,)) {
+                Ok(known) => Some(known.getattr("str")?.extract()?),
+                Err(_) => Some(text.to_str()?.to_owned()),
+            },
             Err(_) => Some(py.import("numpy")?.getattr("dtype")?.call1((dtype,))?.getattr("str")?.extract()?),
         },
     };

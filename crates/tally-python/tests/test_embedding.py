@@ -26,6 +26,11 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+# ml_dtypes (JAX and TensorFlow import it) registers bfloat16 and the float8
+# types with numpy; imported here, every test of this module sees the same
+# numpy whichever suites ran before it.
+ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes comes with jax and tensorflow (python/requirements.txt)")
+
 import vertebrae.profiling as V
 from vertebrae.cache.artifact_store import ArtifactStat
 from vertebrae.cache.local_store import LocalArtifactStore
@@ -162,7 +167,10 @@ EMBEDDINGS: dict[str, Callable[[], Any]] = {
     "meta_three_dims": lambda: {"shape": [2, 3, 4], "dtype": "float32"},
     "meta_sparse_without_nnz": lambda: {"shape": [2, 3], "dtype": "float32", "sparse": True},
     "meta_sparse_none_nnz": lambda: {"shape": [2, 3], "dtype": "float32", "sparse": True, "nnz": None},
-    "meta_unknown_dtype": lambda: {"shape": [2, 3], "dtype": "bfloat16"},
+    "meta_unknown_dtype": lambda: {"shape": [2, 3], "dtype": "bfloat17"},
+    "meta_registered_bfloat16": lambda: {"shape": [2, 3], "dtype": "bfloat16"},
+    "meta_registered_float8": lambda: {"shape": [4, 3], "dtype": "float8_e4m3fn"},
+    "meta_structured": lambda: {"shape": [2, 3], "dtype": "f4, i8"},
     "meta_removed_alias": lambda: {"shape": [2, 3], "dtype": "bool8"},
     "meta_byte_order_on_a_name": lambda: {"shape": [2, 3], "dtype": "<float32"},
     "meta_removed_float_": lambda: {"shape": [2, 3], "dtype": "float_"},
