@@ -29,11 +29,12 @@ const ACCOUNTING_HALF: &[&str] = &[
 ];
 
 /// The profile half: the profiler and the framework adapters.
-const PROFILE_HALF: &[&str] = &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch", "tally-jax"];
+const PROFILE_HALF: &[&str] =
+    &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch", "tally-jax", "tally-tensorflow"];
 
 /// The framework adapters: leaves only the umbrella and the Python package
 /// depend on, behind features.
-const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch", "tally-jax"];
+const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch", "tally-jax", "tally-tensorflow"];
 
 /// The crates that may see both halves.
 const BOTH_HALVES: &[&str] = &["tally-distributed", "tally", "tally-python"];

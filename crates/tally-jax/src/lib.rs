@@ -29,6 +29,7 @@ use tally_profile::profile::{
     AdapterOperationResult, DeviceMemoryMeasurement, ModelFootprintMeasurement, ModelFootprintReadings,
     ResourceAdapterMetadata,
 };
+use tally_profile::python::{nonnegative, values_size, weight_dtypes};
 use tally_profile::{HookError, ResourceProfileAdapter};
 
 const NO_PEAK_WINDOW: &str = "JAX does not expose a portable resettable allocator peak window.";
@@ -179,6 +180,7 @@ impl JaxAdapter {
             return Ok(ModelFootprintMeasurement::unavailable(Some("The JAX parameter tree is empty.")));
         }
         let (count, bytes) = values_size(py, &leaves)?;
+        let (count, bytes) = (nonnegative("parameter_count", count)?, nonnegative("parameter_bytes", bytes)?);
         let readings = ModelFootprintReadings {
             parameter_count: Some(count),
             parameter_bytes: Some(bytes),
@@ -244,52 +246,6 @@ fn leaf_devices(leaves: &[Bound<'_, PyAny>]) -> PyResult<Vec<String>> {
         }
     }
     Ok(devices.into_iter().collect())
-}
-
-/// vertebrae's `_keras_weight_dtypes`: sorted distinct `str(dtype)`.
-fn weight_dtypes(leaves: &[Bound<'_, PyAny>]) -> PyResult<Vec<String>> {
-    let mut dtypes = BTreeSet::new();
-    for leaf in leaves {
-        let unwrapped = leaf.getattr("value").unwrap_or_else(|_| leaf.clone());
-        let dtype = match unwrapped.getattr("dtype") {
-            Ok(dtype) => dtype.str()?.to_string(),
-            Err(_) => "unknown".to_owned(),
-        };
-        dtypes.insert(dtype);
-    }
-    Ok(dtypes.into_iter().collect())
-}
-
-/// vertebrae's `_tensorflow_values_size`: elements and bytes of the leaves
-/// that have a shape (numpy's itemsize of the dtype; 0 where numpy knows
-/// none).
-fn values_size(py: Python<'_>, leaves: &[Bound<'_, PyAny>]) -> PyResult<(u64, u64)> {
-    let numpy = py.import("numpy")?;
-    let (mut count, mut bytes) = (0u64, 0u64);
-    for leaf in leaves {
-        let Ok(shape) = leaf.getattr("shape") else {
-            continue;
-        };
-        if shape.is_none() {
-            continue;
-        }
-        let mut elements: u64 = 1;
-        for dimension in shape.try_iter()? {
-            elements = elements.saturating_mul(dimension?.extract::<u64>()?);
-        }
-        let dtype = match leaf.getattr("dtype") {
-            Ok(dtype) => dtype.getattr("as_numpy_dtype").unwrap_or(dtype),
-            Err(_) => numpy.call_method1("dtype", ("float32",))?,
-        };
-        let itemsize = match numpy.call_method1("dtype", (dtype,)) {
-            Ok(dtype) => dtype.getattr("itemsize")?.extract::<u64>()?,
-            Err(error) if error.is_instance_of::<pyo3::exceptions::PyTypeError>(py) => 0,
-            Err(error) => return Err(error),
-        };
-        count = count.saturating_add(elements);
-        bytes = bytes.saturating_add(elements.saturating_mul(itemsize));
-    }
-    Ok((count, bytes))
 }
 
 impl ResourceProfileAdapter for JaxAdapter {

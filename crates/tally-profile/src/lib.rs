@@ -70,6 +70,8 @@ pub mod overhead;
 pub mod profile;
 mod profiler;
 mod pytext;
+#[cfg(feature = "python")]
+pub mod python;
 mod sys;
 
 pub use adapter::{BaseResourceProfileAdapter, HookError, ResourceProfileAdapter};

@@ -128,7 +128,6 @@ import tally.profiling as profiling  # noqa: E402
 # lists them as open); vertebrae's own adapter objects work through tally's
 # profiler meanwhile.
 NOT_YET_IN_PROFILING = {
-    "TensorFlowResourceProfileAdapter",
     "KerasResourceProfileAdapter",
 }
 

@@ -9,6 +9,9 @@
 //!   `TALLY_PYTHON`, checked to import what the test needs; [`run_python`]
 //!   runs a script on it with input on stdin.
 //! - [`json`]: the JSON fixture helpers of the vertebrae agreement suites.
+//! - `python` (feature `python`): the embedded interpreter of the adapters
+//!   over Python frameworks, with the reference Python's packages on its
+//!   path, or the reason to skip.
 //!
 //! ```
 //! match tally_testkit::reference_python(&["json"]) {
@@ -21,6 +24,8 @@
 //! the test that called it.
 
 pub mod json;
+#[cfg(feature = "python")]
+pub mod python;
 
 use std::fmt::Display;
 use std::io::Write;

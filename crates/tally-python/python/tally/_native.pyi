@@ -835,6 +835,22 @@ class ONNXResourceProfileAdapter(BaseResourceProfileAdapter):
         external_artifacts: Sequence[str | DeploymentArtifact] = (),
     ) -> None: ...
 
+class TensorFlowResourceProfileAdapter(BaseResourceProfileAdapter):
+    """Resource hooks shared by Keras and TensorFlow Hub extractors."""
+
+    extractor: Any
+    backend: str
+    profiling_device: str | None
+    def __init__(
+        self,
+        extractor: Any,
+        artifacts: Sequence[str | DeploymentArtifact] = (),
+        *,
+        model_getter: Callable[[], Any] | None = None,
+        backend: str = "tensorflow",
+        profiling_device: str | None = None,
+    ) -> None: ...
+
 @final
 class ResourceProfiler:
     """Observe real extractor calls without introducing repeat inference."""

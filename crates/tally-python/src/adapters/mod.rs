@@ -1,6 +1,6 @@
 //! vertebrae's framework adapters as `tally.profiling` classes, one file per
-//! framework, each a thin shell over its adapter crate (tally-jax, the
-//! `python` features of tally-torch and tally-onnx):
+//! framework, each a thin shell over its adapter crate (tally-jax,
+//! tally-tensorflow, the `python` features of tally-torch and tally-onnx):
 //! the constructor takes vertebrae's arguments, each hook converts the
 //! crate's answer into the dataclass vertebrae returns. The profiler calls
 //! them as it calls any Python adapter (through their Python methods), so
@@ -12,6 +12,8 @@ mod jax;
 mod onnx;
 #[cfg(feature = "torch")]
 mod torch;
+#[cfg(feature = "tensorflow")]
+mod tensorflow;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -27,6 +29,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<torch::TorchResourceProfileAdapter>()?;
     #[cfg(feature = "onnx")]
     module.add_class::<onnx::OnnxResourceProfileAdapter>()?;
+    #[cfg(feature = "tensorflow")]
+    module.add_class::<tensorflow::TensorFlowResourceProfileAdapter>()?;
     let _ = module;
     Ok(())
 }

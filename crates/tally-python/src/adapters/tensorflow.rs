@@ -1,0 +1,105 @@
+//! `tally.profiling.TensorFlowResourceProfileAdapter` over tally-tensorflow.
+
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use super::artifacts_from;
+use crate::profiling::{BaseResourceProfileAdapter, default_answer};
+
+/// Resource hooks shared by Keras and TensorFlow Hub extractors
+/// (vertebrae's `TensorFlowResourceProfileAdapter`, measured by
+/// tally-tensorflow).
+#[pyclass(
+    extends = BaseResourceProfileAdapter,
+    subclass,
+    module = "tally.profiling",
+    name = "TensorFlowResourceProfileAdapter"
+)]
+pub struct TensorFlowResourceProfileAdapter {
+    inner: tally_tensorflow::TensorFlowAdapter,
+}
+
+#[pymethods]
+impl TensorFlowResourceProfileAdapter {
+    /// `artifacts` (paths or `DeploymentArtifact`s; a path is a
+    /// `checkpoint`) default to none, as vertebrae's `()`.
+    #[new]
+    #[pyo3(
+        signature = (extractor, artifacts=None, *, model_getter=None, backend="tensorflow".to_owned(), profiling_device=None),
+        text_signature = "(extractor, artifacts=(), *, model_getter=None, backend='tensorflow', profiling_device=None)"
+    )]
+    fn new(
+        extractor: Py<PyAny>,
+        artifacts: Option<Bound<'_, PyAny>>,
+        model_getter: Option<Py<PyAny>>,
+        backend: String,
+        profiling_device: Option<String>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let artifacts = match artifacts {
+            Some(items) => artifacts_from(&items, "checkpoint")?,
+            None => Vec::new(),
+        };
+        let inner = tally_tensorflow::TensorFlowAdapter::new(
+            extractor,
+            artifacts,
+            model_getter,
+            backend,
+            profiling_device,
+        );
+        Ok(PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner }))
+    }
+
+    /// The extractor.
+    #[getter]
+    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
+        self.inner.extractor().clone_ref(py)
+    }
+
+    /// The backend name reported.
+    #[getter]
+    fn backend(&self) -> &str {
+        self.inner.backend()
+    }
+
+    /// The device the caller asked to profile on.
+    #[getter]
+    fn profiling_device(&self) -> Option<&str> {
+        self.inner.profiling_device()
+    }
+
+    /// Framework, resolved device and weight dtypes of the model.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
+    }
+
+    /// Succeeded: converting the outputs to numpy waits for TensorFlow.
+    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        default_answer(py, "AdapterOperationResult", &self.inner.synchronization())
+    }
+
+    /// Resets the GPU allocator's statistics (`not_applicable` on CPU).
+    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
+    }
+
+    /// The GPU allocator's peak since the reset.
+    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
+    }
+
+    /// Elements and bytes of the model's variables, all and trainable.
+    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
+    }
+
+    /// The deployment artifacts it was given.
+    fn deployment_artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let artifacts = self
+            .inner
+            .artifacts()
+            .iter()
+            .map(|artifact| default_answer(py, "DeploymentArtifact", artifact))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyTuple::new(py, artifacts)
+    }
+}
