@@ -179,24 +179,18 @@ class NoneModelExtractor:
         self._model = model
 
 
-EXTRACTORS = {
-    "model": ModelExtractor,
-    "private": PrivateExtractor,
-    "none_then_private": NoneModelExtractor,
-    "getter": None,  # the model through model_getter
-    "nothing": None,
-}
+# Where the extractor keeps its model; "getter" gives it through
+# model_getter instead, "nothing" has none at all.
+EXTRACTORS = {"model": ModelExtractor, "private": PrivateExtractor, "none_then_private": NoneModelExtractor}
 
 
 def extractor_and_options(model_name, shape):
     model = MODELS[model_name]
-    options = {}
     if shape == "nothing":
-        return NoModelExtractor(), options
+        return NoModelExtractor(), {}
     if shape == "getter":
-        options["model_getter"] = lambda: model
-        return NoModelExtractor(), options
-    return EXTRACTORS[shape](model), options
+        return NoModelExtractor(), {"model_getter": lambda: model}
+    return EXTRACTORS[shape](model), {}
 
 
 HINTS = (None, "", "GPU:0", "/device:CPU:0", "cpu:0")
@@ -426,6 +420,102 @@ def test_the_gpu_memory_window_measures_as_vertebraes():
     assert ours[1]["status"] == "measured"
     assert isinstance(ours[1]["peak_allocated_bytes"], int) and ours[1]["peak_allocated_bytes"] > 0
     assert isinstance(ours[1]["baseline_allocated_bytes"], int)
+
+
+class Allocator:
+    """TensorFlow's GPU allocator statistics as `tf.config.experimental`
+    reports them, for a machine without a GPU: the real TensorFlow module
+    answers with these three functions replaced (and `list_logical_devices`
+    listing `gpus` logical GPUs), so the window's bookkeeping of both
+    adapters runs. The real window is test_the_gpu_memory_window_measures_as_vertebraes."""
+
+    def __init__(self, current=1000, peak=5000, keys=("current", "peak")):
+        self.current, self.peak, self.keys = current, peak, keys
+        self.calls = []
+
+    def get_memory_info(self, device):
+        self.calls.append(("get_memory_info", device))
+        return {key: getattr(self, key) for key in self.keys}
+
+    def reset_memory_stats(self, device):
+        self.calls.append(("reset_memory_stats", device))
+        self.peak = self.current
+
+
+def stand_in_gpus(monkeypatch, allocator, gpus=1, without=()):
+    devices = [tf.config.LogicalDevice(name=f"/device:GPU:{index}", device_type="GPU") for index in range(gpus)]
+    real = tf.config.list_logical_devices
+    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind=None: devices if kind == "GPU" else real(kind))
+    for name in ("get_memory_info", "reset_memory_stats"):
+        if name in without:
+            monkeypatch.delattr(tf.config.experimental, name)
+        else:
+            monkeypatch.setattr(tf.config.experimental, name, getattr(allocator, name))
+
+
+WINDOWS = {
+    "one_gpu": {},
+    "two_gpus": {"gpus": 2},
+    "no_reset": {"without": ("reset_memory_stats",)},
+    "no_memory_info": {"without": ("get_memory_info", "reset_memory_stats")},
+    "negative_baseline": {"allocator": {"current": -1}},
+    "no_peak_key": {"allocator": {"keys": ("current",)}},
+}
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("hint", [None, "gpu:0", "GPU:1"])
+def test_the_memory_window_bookkeeping_is_vertebraes(window, hint, monkeypatch):
+    spec = WINDOWS[window]
+    answers = {}
+    for module in (tp, vp):
+        allocator = Allocator(**spec.get("allocator", {}))
+        with monkeypatch.context() as patch:
+            stand_in_gpus(patch, allocator, spec.get("gpus", 1), spec.get("without", ()))
+            adapter = module.TensorFlowResourceProfileAdapter(ModelExtractor(MODELS["module"]), profiling_device=hint)
+            before = answer(adapter, "peak_device_memory")
+            reset = answer(adapter, "reset_peak_device_memory")
+            allocator.peak = max(allocator.peak, 0) + 7000  # the calls' allocations
+            after = answer(adapter, "peak_device_memory")
+            metadata = answer(adapter, "metadata")
+        answers[module.__name__] = (before, reset, after, metadata, allocator.calls)
+    assert answers["tally.profiling"] == answers["vertebrae.profiling"]
+    if window == "one_gpu" and hint != "GPU:1":
+        before, reset, after, metadata, calls = answers["tally.profiling"]
+        assert before[2]["unavailable_reason"].startswith("The active TensorFlow device changed")
+        assert reset == ("ok", "AdapterOperationResult", {"status": "succeeded", "reason": None})
+        assert (after[2]["status"], after[2]["baseline_allocated_bytes"], after[2]["peak_allocated_bytes"]) == ("measured", 1000, 8000)
+        assert after[2]["measurement_scope"] == "profile_window" and after[2]["device"] == "GPU:0"
+        assert ("reset_memory_stats", "GPU:0") in calls
+
+
+def test_a_window_opened_on_another_device_is_not_measured(monkeypatch):
+    """The visible GPU changes between the reset and the reading."""
+    answers = {}
+    for module in (tp, vp):
+        allocator = Allocator()
+        with monkeypatch.context() as patch:
+            stand_in_gpus(patch, allocator)
+            adapter = module.TensorFlowResourceProfileAdapter(ModelExtractor(MODELS["module"]))
+            reset = answer(adapter, "reset_peak_device_memory")
+            other = [tf.config.LogicalDevice(name="/device:GPU:3", device_type="GPU")]
+            patch.setattr(tf.config, "list_logical_devices", lambda kind=None: other)
+            answers[module.__name__] = (reset, answer(adapter, "peak_device_memory"))
+    assert answers["tally.profiling"] == answers["vertebrae.profiling"]
+    assert answers["tally.profiling"][1][2]["device"] == "GPU:3"
+    assert answers["tally.profiling"][1][2]["status"] == "unavailable"
+
+
+def test_profiles_over_the_memory_window_agree_with_vertebraes(monkeypatch):
+    sections = {}
+    for module, config in ((tp, tp.ResourceProfilingConfig(enabled=True)), (vp, VertebraeConfig(enabled=True))):
+        with monkeypatch.context() as patch:
+            stand_in_gpus(patch, Allocator())
+            sections[module.__name__] = {
+                key: value for key, value in profile(module, config, "module", ()).items() if key in ("device_memory", "warnings")
+            }
+    assert sections["tally.profiling"] == sections["vertebrae.profiling"]
+    assert sections["tally.profiling"]["device_memory"]["status"] == "measured"
 
 
 def profile(module, config, model_name, artifacts):

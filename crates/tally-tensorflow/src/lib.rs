@@ -8,8 +8,8 @@
 //! TensorFlow work with it, and the `tally` Python package exposes it as
 //! `tally.profiling.TensorFlowResourceProfileAdapter`. The Keras adapter
 //! delegates to it for Keras's TensorFlow backend (backend
-//! `keras-tensorflow`), and measures every backend's model with
-//! [`model_footprint`].
+//! `keras-tensorflow`), measures every backend's model with
+//! [`model_footprint`] and reads its weights with [`model_variables`].
 //!
 //! - **Device**: the one device of the model's variables (`model_state`;
 //!   `model_state_conflicts_with_profiling_hint` when the profiling hint
@@ -399,9 +399,15 @@ fn either<'py>(model: &Bound<'py, PyAny>, first: &str, second: &str) -> PyResult
     Ok(model.getattr_opt(second)?.unwrap_or_else(|| PyTuple::empty(model.py()).into_any()))
 }
 
-/// A model's variables (`weights`, else `variables`) as a list; none for
-/// `None`.
-fn model_values<'py>(model: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+/// A model's variables as vertebrae reads them for dtypes and devices:
+/// `weights` when it is non-empty, else `variables`; none for `None` (the
+/// Keras adapter's `_weights`).
+///
+/// # Errors
+///
+/// Python's exception when a property raises (other than a missing
+/// attribute) or the list does not iterate.
+pub fn model_variables<'py>(model: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if model.is_none() {
         return Ok(Vec::new());
     }
@@ -410,14 +416,14 @@ fn model_values<'py>(model: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny
 
 /// vertebrae's `_tensorflow_weight_dtypes`.
 fn model_weight_dtypes(model: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
-    weight_dtypes(&model_values(model)?)
+    weight_dtypes(&model_variables(model)?)
 }
 
 /// vertebrae's `_tensorflow_model_devices`: the sorted distinct short names
 /// of the variables' devices (a Keras variable's through its `value`).
 fn model_devices(model: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     let mut devices = BTreeSet::new();
-    for value in model_values(model)? {
+    for value in model_variables(model)? {
         let unwrapped = value.getattr_opt("value")?.unwrap_or(value);
         if let Some(device) = unwrapped.getattr_opt("device")?
             && device.is_truthy()?

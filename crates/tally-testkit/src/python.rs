@@ -26,17 +26,25 @@
 //! tally-testkit = { workspace = true, features = ["python"] }
 //! ```
 //!
-//! A test then starts with:
+//! A test then starts with the guard [`embedded_python`] returns, and
+//! holds it to its end:
 //!
 //! ```no_run
 //! use pyo3::prelude::*;
-//! if let Err(why) = tally_testkit::python::embedded_python(&["numpy"]) {
-//!     return tally_testkit::skip(why);
-//! }
+//! let _python = match tally_testkit::python::embedded_python(&["numpy"]) {
+//!     Ok(guard) => guard,
+//!     Err(why) => return tally_testkit::skip(why),
+//! };
 //! Python::attach(|py| assert!(py.import("numpy").is_ok()));
 //! ```
+//!
+//! The guard makes a binary's Python tests run one at a time, each on its
+//! own thread as the test harness gives it: a framework whose runtime has
+//! its own threads (TensorFlow's) then sees what a Python program shows
+//! it, one thread of Python at a time, not several test threads importing
+//! it and dropping their thread states concurrently.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock, PoisonError};
 
 use pyo3::prelude::*;
 use pyo3::types::PyList;
@@ -52,8 +60,21 @@ const REPORT: &str = "import sys\nprint('%d.%d.%d' % sys.version_info[:3])\nprin
 /// and sees the reference's paths, or why it cannot.
 static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
 
+/// Held by the test that runs Python now.
+static ONE_TEST: Mutex<()> = Mutex::new(());
+
+/// The calling test's turn to run Python (see the module's documentation):
+/// hold it to the test's end. A test holding it must not wait for another
+/// thread that calls [`embedded_python`], which would wait for it.
+#[must_use = "the test's Python work must run while the guard is held"]
+pub struct EmbeddedPython {
+    _turn: MutexGuard<'static, ()>,
+}
+
 /// Starts the embedded interpreter (once per process) with the reference
-/// Python's `sys.path` entries added, then imports each of `modules` in it.
+/// Python's `sys.path` entries added, waits for the other tests' Python
+/// work to end, imports each of `modules` in it and returns the guard of
+/// this test's turn.
 ///
 /// The error says why the calling test cannot run, ready for
 /// [`skip`](crate::skip): `TALLY_PYTHON` is unset or does not start, or
@@ -67,8 +88,17 @@ static SETUP: OnceLock<Result<(), String>> = OnceLock::new();
 /// loaded another libpython than the reference's: see the module's
 /// documentation), or the reference imports `modules` and the embedded
 /// interpreter cannot.
-pub fn embedded_python(modules: &[&str]) -> Result<(), String> {
-    let python = reference_python(modules)?;
+pub fn embedded_python(modules: &[&str]) -> Result<EmbeddedPython, String> {
+    // Unset, it says which modules the test wanted; set, the modules are
+    // first imported here, and only a failure asks the reference (slow
+    // for a framework: a second interpreter imports it).
+    if std::env::var_os(PYTHON_VARIABLE).is_none_or(|value| value.is_empty()) {
+        reference_python(modules)?;
+    }
+    let python = reference_python(&[])?;
+    // A test that panicked while holding the turn left nothing half-done
+    // that the next one relies on.
+    let turn = ONE_TEST.lock().unwrap_or_else(PoisonError::into_inner);
     SETUP
         .get_or_init(|| {
             let output = run_python(&python, REPORT, b"");
@@ -98,17 +128,19 @@ pub fn embedded_python(modules: &[&str]) -> Result<(), String> {
             Python::attach(|py| add_to_path(py, &paths)).map_err(|error| error.to_string())
         })
         .clone()?;
-    Python::attach(|py| {
-        for module in modules {
-            if let Err(error) = py.import(*module) {
-                panic!(
-                    "{PYTHON_VARIABLE}={} imports {module} but the embedded interpreter cannot: {error}",
-                    python.display()
-                );
-            }
-        }
+    let failed = Python::attach(|py| {
+        modules.iter().find_map(|module| py.import(*module).err().map(|error| (*module, error.to_string())))
     });
-    Ok(())
+    if let Some((module, error)) = failed {
+        // Missing from the reference too: the framework is not installed,
+        // a reason to skip. Importable there: the embedding is broken.
+        reference_python(modules)?;
+        panic!(
+            "{PYTHON_VARIABLE}={} imports {module} but the embedded interpreter cannot: {error}",
+            python.display()
+        );
+    }
+    Ok(EmbeddedPython { _turn: turn })
 }
 
 /// The embedded interpreter's `major.minor.micro`.

@@ -10,7 +10,8 @@ fn the_embedded_interpreter_imports_from_the_reference_paths() {
     let Ok(reference) = reference_python(&["numpy"]) else {
         return skip("TALLY_PYTHON is not set or lacks numpy");
     };
-    embedded_python(&["numpy"]).expect("the reference imports numpy, so the embedded interpreter does");
+    let _python =
+        embedded_python(&["numpy"]).expect("the reference imports numpy, so the embedded interpreter does");
     let output = tally_testkit::run_python(&reference, "import numpy; print(numpy.__file__)", b"");
     let theirs = String::from_utf8_lossy(&output.stdout).trim().to_owned();
     let ours =
@@ -23,6 +24,8 @@ fn a_module_the_reference_lacks_is_a_reason_to_skip() {
     if reference_python(&[]).is_err() {
         return skip("TALLY_PYTHON is not set");
     }
-    let why = embedded_python(&["tally_testkit_no_such_module"]).expect_err("no such module");
+    let Err(why) = embedded_python(&["tally_testkit_no_such_module"]) else {
+        panic!("no such module, yet no reason to skip");
+    };
     assert!(why.contains("cannot import tally_testkit_no_such_module"), "{why}");
 }
