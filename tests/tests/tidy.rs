@@ -29,12 +29,25 @@ const ACCOUNTING_HALF: &[&str] = &[
 ];
 
 /// The profile half: the profiler and the framework adapters.
-const PROFILE_HALF: &[&str] =
-    &["tally-profile", "tally-cuda", "tally-onnx", "tally-torch", "tally-jax", "tally-tensorflow"];
+const PROFILE_HALF: &[&str] = &[
+    "tally-profile",
+    "tally-cuda",
+    "tally-onnx",
+    "tally-torch",
+    "tally-jax",
+    "tally-tensorflow",
+    "tally-keras",
+];
 
 /// The framework adapters: leaves only the umbrella and the Python package
 /// depend on, behind features.
-const ADAPTERS: &[&str] = &["tally-cuda", "tally-onnx", "tally-torch", "tally-jax", "tally-tensorflow"];
+const ADAPTERS: &[&str] =
+    &["tally-cuda", "tally-onnx", "tally-torch", "tally-jax", "tally-tensorflow", "tally-keras"];
+
+/// Adapters whose framework runs on another's: each may depend on the
+/// adapters of the frameworks it delegates to, and on no other.
+const DELEGATING_ADAPTERS: &[(&str, &[&str])] =
+    &[("tally-keras", &["tally-tensorflow", "tally-jax", "tally-torch"])];
 
 /// The crates that may see both halves.
 const BOTH_HALVES: &[&str] = &["tally-distributed", "tally", "tally-python"];
@@ -165,6 +178,13 @@ fn the_two_halves_never_depend_on_each_other() {
             let bare = tree_of(&package, None, &["--no-default-features"]);
             let pulled: Vec<&String> = bare.iter().filter(|name| ADAPTERS.contains(&name.as_str())).collect();
             assert!(pulled.is_empty(), "tally-python depends on the adapters {pulled:?} without a feature");
+        } else if let Some((_, delegates)) = DELEGATING_ADAPTERS.iter().find(|(name, _)| *name == package) {
+            let others: Vec<&String> =
+                adapters.iter().filter(|name| !delegates.contains(&name.as_str())).collect();
+            assert!(
+                others.is_empty(),
+                "{package} depends on the adapters {others:?}; it delegates only to {delegates:?}"
+            );
         } else if package != "tally" {
             assert!(
                 adapters.is_empty(),

@@ -124,13 +124,6 @@ def test_classes_live_in_tally_accounting():
 
 import tally.profiling as profiling  # noqa: E402
 
-# vertebrae's framework adapter classes are not offered yet (docs/PARITY.md
-# lists them as open); vertebrae's own adapter objects work through tally's
-# profiler meanwhile.
-NOT_YET_IN_PROFILING = {
-    "KerasResourceProfileAdapter",
-}
-
 
 def vertebrae_profiling_names():
     module = importlib.import_module("vertebrae.profiling")
@@ -145,19 +138,13 @@ def vertebrae_profiling_names():
     return sorted(names)
 
 
-@pytest.mark.parametrize("name", [n for n in vertebrae_profiling_names() if n not in NOT_YET_IN_PROFILING])
+@pytest.mark.parametrize("name", vertebrae_profiling_names())
 def test_every_vertebrae_profiling_name_is_offered(name):
     assert hasattr(profiling, name), f"tally.profiling lacks vertebrae's {name}"
     assert name in profiling.__all__
     value = getattr(profiling, name)
     if inspect.isclass(value) or callable(value):
         assert (value.__doc__ or "").strip(), f"tally.profiling.{name} has no docstring"
-
-
-def test_the_names_not_yet_offered_are_exactly_the_listed_ones():
-    offered = {name for name in NOT_YET_IN_PROFILING if hasattr(profiling, name)}
-    assert not offered, f"{offered} are offered now: drop them from NOT_YET_IN_PROFILING and docs/PARITY.md"
-    assert NOT_YET_IN_PROFILING <= set(vertebrae_profiling_names())
 
 
 @pytest.mark.parametrize(

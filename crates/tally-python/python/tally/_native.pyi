@@ -851,6 +851,19 @@ class TensorFlowResourceProfileAdapter(BaseResourceProfileAdapter):
         profiling_device: str | None = None,
     ) -> None: ...
 
+class KerasResourceProfileAdapter(BaseResourceProfileAdapter):
+    """Backend-aware resource hooks for multi-backend Keras models."""
+
+    extractor: Any
+    profiling_device: str | None
+    def __init__(
+        self,
+        extractor: Any,
+        artifacts: Sequence[str | DeploymentArtifact] = (),
+        *,
+        profiling_device: str | None = None,
+    ) -> None: ...
+
 @final
 class ResourceProfiler:
     """Observe real extractor calls without introducing repeat inference."""

@@ -1,6 +1,6 @@
 //! vertebrae's framework adapters as `tally.profiling` classes, one file per
 //! framework, each a thin shell over its adapter crate (tally-jax,
-//! tally-tensorflow, the `python` features of tally-torch and tally-onnx):
+//! tally-tensorflow, tally-keras, the `python` features of tally-torch and tally-onnx):
 //! the constructor takes vertebrae's arguments, each hook converts the
 //! crate's answer into the dataclass vertebrae returns. The profiler calls
 //! them as it calls any Python adapter (through their Python methods), so
@@ -8,12 +8,14 @@
 
 #[cfg(feature = "jax")]
 mod jax;
+#[cfg(feature = "keras")]
+mod keras;
 #[cfg(feature = "onnx")]
 mod onnx;
-#[cfg(feature = "torch")]
-mod torch;
 #[cfg(feature = "tensorflow")]
 mod tensorflow;
+#[cfg(feature = "torch")]
+mod torch;
 
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
@@ -31,6 +33,8 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<onnx::OnnxResourceProfileAdapter>()?;
     #[cfg(feature = "tensorflow")]
     module.add_class::<tensorflow::TensorFlowResourceProfileAdapter>()?;
+    #[cfg(feature = "keras")]
+    module.add_class::<keras::KerasResourceProfileAdapter>()?;
     let _ = module;
     Ok(())
 }

@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use super::artifacts_from;
+use super::{artifacts_from, artifacts_tuple};
 use crate::profiling::{BaseResourceProfileAdapter, default_answer};
 
 /// Resource hooks shared by Keras and TensorFlow Hub extractors
@@ -94,12 +94,6 @@ impl TensorFlowResourceProfileAdapter {
 
     /// The deployment artifacts it was given.
     fn deployment_artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let artifacts = self
-            .inner
-            .artifacts()
-            .iter()
-            .map(|artifact| default_answer(py, "DeploymentArtifact", artifact))
-            .collect::<PyResult<Vec<_>>>()?;
-        PyTuple::new(py, artifacts)
+        artifacts_tuple(py, self.inner.artifacts())
     }
 }
