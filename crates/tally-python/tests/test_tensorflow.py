@@ -397,6 +397,7 @@ def test_a_model_on_two_devices_is_ambiguous_as_in_vertebrae():
     assert tp.TensorFlowResourceProfileAdapter(ModelExtractor(model)).reset_peak_device_memory().status == "unavailable"
 
 
+@pytest.mark.gpu
 def test_the_gpu_memory_window_measures_as_vertebraes():
     if not GPUS:
         pytest.skip("no GPU visible to TensorFlow (tf.config.list_logical_devices('GPU') is empty): the memory-info window is GPU-only")

@@ -361,6 +361,7 @@ def cuda_or_skip():
         pytest.skip("torch sees no CUDA device here: the allocator window needs one")
 
 
+@pytest.mark.gpu
 def test_the_cuda_allocator_window_is_vertebraes():
     cuda_or_skip()
     model = nn.Linear(256, 256).to("cuda:0")
@@ -381,6 +382,7 @@ def test_the_cuda_allocator_window_is_vertebraes():
         assert our_peak[key] == their_peak[key], key
 
 
+@pytest.mark.gpu
 def test_a_changed_cuda_device_closes_the_window():
     cuda_or_skip()
     holder = Extractor(nn.Linear(2, 2).to("cuda:0"))
