@@ -29,8 +29,8 @@ use tally_profile::profile::{
     AdapterOperationResult, DeviceMemoryMeasurement, ModelFootprintMeasurement, ModelFootprintReadings,
     ResourceAdapterMetadata,
 };
+use tally_profile::python::PythonHooks;
 use tally_profile::python::{nonnegative, values_size, weight_dtypes};
-use tally_profile::{HookError, ResourceProfileAdapter};
 
 const NO_PEAK_WINDOW: &str = "JAX does not expose a portable resettable allocator peak window.";
 
@@ -91,107 +91,9 @@ impl JaxAdapter {
             None => Ok(walk_leaves(&values)),
         }
     }
-
-    /// The `metadata` hook, with JAX's own exception on failure.
-    pub fn resolve(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
-        let jax = self.jax(py)?;
-        let leaves = self.leaves(py, &jax)?;
-        let devices = leaf_devices(&leaves)?;
-        let (device, resolution) = if !devices.is_empty() {
-            let source = if devices.len() > 1 {
-                "multi_device_model"
-            } else if self.profiling_device.as_ref().is_some_and(|hint| hint != &devices[0]) {
-                "model_state_conflicts_with_profiling_hint"
-            } else {
-                "model_state"
-            };
-            (Some(devices.join(",")), source)
-        } else if let Some(hint) = self.profiling_device.as_ref().filter(|hint| !hint.is_empty()) {
-            (Some(hint.clone()), "explicit_profiling_hint")
-        } else {
-            let local: Vec<Bound<'_, PyAny>> =
-                jax.call_method0("local_devices")?.try_iter()?.collect::<PyResult<_>>()?;
-            match local.as_slice() {
-                [only] => (Some(only.str()?.to_string()), "single_local_device"),
-                _ => (None, "ambiguous_local_devices"),
-            }
-        };
-        let listed: Vec<&str> = if devices.is_empty() {
-            device.iter().map(String::as_str).collect()
-        } else {
-            devices.iter().map(String::as_str).collect()
-        };
-        let asynchronous = device.as_ref().is_some_and(|device| !device.is_empty())
-            && !listed.iter().all(|item| is_cpu_device(item));
-        let metadata = ResourceAdapterMetadata {
-            backend: Some(self.backend.clone()),
-            device,
-            asynchronous,
-            synchronization_method: Some("jax.effects_barrier".to_owned()),
-            weight_dtypes: weight_dtypes(&leaves)?,
-            ..ResourceAdapterMetadata::default()
-        };
-        metadata
-            .with_device_resolution(resolution)
-            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
-    }
 }
 
 impl JaxAdapter {
-    /// The `synchronize` hook: `jax.effects_barrier()`.
-    pub fn barrier(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        let jax = self.jax(py)?;
-        match jax.getattr("effects_barrier").ok().filter(|barrier| barrier.is_callable()) {
-            Some(barrier) => {
-                barrier.call0()?;
-                Ok(AdapterOperationResult::succeeded())
-            }
-            None => Ok(AdapterOperationResult::unavailable(Some("JAX effects_barrier is unavailable."))),
-        }
-    }
-
-    /// The `reset_peak_device_memory` hook: nothing to reset on CPU, no
-    /// portable window elsewhere.
-    pub fn reset(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        let metadata = self.resolve(py)?;
-        let on_cpu = metadata
-            .device
-            .as_deref()
-            .is_some_and(|device| !device.is_empty() && device.split(',').all(is_cpu_device));
-        Ok(if on_cpu {
-            AdapterOperationResult::not_applicable(Some("CPU memory is reported through process RSS."))
-        } else {
-            AdapterOperationResult::unavailable(Some(NO_PEAK_WINDOW))
-        })
-    }
-
-    /// The `peak_device_memory` hook: unavailable, with backend and device.
-    pub fn peak(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
-        let metadata = self.resolve(py)?;
-        Ok(DeviceMemoryMeasurement::unavailable(Some(NO_PEAK_WINDOW))
-            .with_backend_device(Some(self.backend.clone()), metadata.device))
-    }
-
-    /// The `model_footprint` hook: the parameter tree's elements and bytes.
-    pub fn footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
-        let jax = self.jax(py)?;
-        let leaves = self.leaves(py, &jax)?;
-        if leaves.is_empty() {
-            return Ok(ModelFootprintMeasurement::unavailable(Some("The JAX parameter tree is empty.")));
-        }
-        let (count, bytes) = values_size(py, &leaves)?;
-        let (count, bytes) = (nonnegative("parameter_count", count)?, nonnegative("parameter_bytes", bytes)?);
-        let readings = ModelFootprintReadings {
-            parameter_count: Some(count),
-            parameter_bytes: Some(bytes),
-            in_memory_bytes: Some(bytes),
-            weight_dtypes: weight_dtypes(&leaves)?,
-            ..ModelFootprintReadings::default()
-        };
-        ModelFootprintMeasurement::measured(readings)
-            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
-    }
-
     /// The backend name reported (`jax` unless given).
     pub fn backend(&self) -> &str {
         &self.backend
@@ -248,32 +150,110 @@ fn leaf_devices(leaves: &[Bound<'_, PyAny>]) -> PyResult<Vec<String>> {
     Ok(devices.into_iter().collect())
 }
 
-impl ResourceProfileAdapter for JaxAdapter {
-    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
+impl PythonHooks for JaxAdapter {
+    /// The `metadata` hook, with JAX's own exception on failure.
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
+        let jax = self.jax(py)?;
+        let leaves = self.leaves(py, &jax)?;
+        let devices = leaf_devices(&leaves)?;
+        let (device, resolution) = if !devices.is_empty() {
+            let source = if devices.len() > 1 {
+                "multi_device_model"
+            } else if self.profiling_device.as_ref().is_some_and(|hint| hint != &devices[0]) {
+                "model_state_conflicts_with_profiling_hint"
+            } else {
+                "model_state"
+            };
+            (Some(devices.join(",")), source)
+        } else if let Some(hint) = self.profiling_device.as_ref().filter(|hint| !hint.is_empty()) {
+            (Some(hint.clone()), "explicit_profiling_hint")
+        } else {
+            let local: Vec<Bound<'_, PyAny>> =
+                jax.call_method0("local_devices")?.try_iter()?.collect::<PyResult<_>>()?;
+            match local.as_slice() {
+                [only] => (Some(only.str()?.to_string()), "single_local_device"),
+                _ => (None, "ambiguous_local_devices"),
+            }
+        };
+        let listed: Vec<&str> = if devices.is_empty() {
+            device.iter().map(String::as_str).collect()
+        } else {
+            devices.iter().map(String::as_str).collect()
+        };
+        let asynchronous = device.as_ref().is_some_and(|device| !device.is_empty())
+            && !listed.iter().all(|item| is_cpu_device(item));
+        let metadata = ResourceAdapterMetadata {
+            backend: Some(self.backend.clone()),
+            device,
+            asynchronous,
+            synchronization_method: Some("jax.effects_barrier".to_owned()),
+            weight_dtypes: weight_dtypes(&leaves)?,
+            ..ResourceAdapterMetadata::default()
+        };
+        metadata
+            .with_device_resolution(resolution)
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
     }
 
-    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.barrier(py)).map_err(HookError::from)
+    /// The `synchronize` hook: `jax.effects_barrier()`.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        let jax = self.jax(py)?;
+        match jax.getattr("effects_barrier").ok().filter(|barrier| barrier.is_callable()) {
+            Some(barrier) => {
+                barrier.call0()?;
+                Ok(AdapterOperationResult::succeeded())
+            }
+            None => Ok(AdapterOperationResult::unavailable(Some("JAX effects_barrier is unavailable."))),
+        }
     }
 
-    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.reset(py)).map_err(HookError::from)
+    /// The `reset_peak_device_memory` hook: nothing to reset on CPU, no
+    /// portable window elsewhere.
+    fn reset_peak_device_memory(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        let metadata = self.metadata(py)?;
+        let on_cpu = metadata
+            .device
+            .as_deref()
+            .is_some_and(|device| !device.is_empty() && device.split(',').all(is_cpu_device));
+        Ok(if on_cpu {
+            AdapterOperationResult::not_applicable(Some("CPU memory is reported through process RSS."))
+        } else {
+            AdapterOperationResult::unavailable(Some(NO_PEAK_WINDOW))
+        })
     }
 
-    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(HookError::from)
+    /// The `peak_device_memory` hook: unavailable, with backend and device.
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
+        let metadata = self.metadata(py)?;
+        Ok(DeviceMemoryMeasurement::unavailable(Some(NO_PEAK_WINDOW))
+            .with_backend_device(Some(self.backend.clone()), metadata.device))
     }
 
-    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| self.footprint(py)).map_err(HookError::from)
+    /// The `model_footprint` hook: the parameter tree's elements and bytes.
+    fn model_footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
+        let jax = self.jax(py)?;
+        let leaves = self.leaves(py, &jax)?;
+        if leaves.is_empty() {
+            return Ok(ModelFootprintMeasurement::unavailable(Some("The JAX parameter tree is empty.")));
+        }
+        let (count, bytes) = values_size(py, &leaves)?;
+        let (count, bytes) = (nonnegative("parameter_count", count)?, nonnegative("parameter_bytes", bytes)?);
+        let readings = ModelFootprintReadings {
+            parameter_count: Some(count),
+            parameter_bytes: Some(bytes),
+            in_memory_bytes: Some(bytes),
+            weight_dtypes: weight_dtypes(&leaves)?,
+            ..ModelFootprintReadings::default()
+        };
+        ModelFootprintMeasurement::measured(readings)
+            .map_err(|error| pyo3::exceptions::PyValueError::new_err(error.to_string()))
     }
 
-    fn name(&self) -> String {
-        "tally.profiling.JAXResourceProfileAdapter".to_owned()
+    fn class_name(&self) -> &'static str {
+        "tally.profiling.JAXResourceProfileAdapter"
     }
 
-    fn profiling_device_hint(&self) -> Option<String> {
-        self.profiling_device.clone()
+    fn profiling_device(&self) -> Option<&str> {
+        self.profiling_device.as_deref()
     }
 }

@@ -37,7 +37,7 @@ use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata,
 };
-use tally_profile::{HookError, ResourceProfileAdapter};
+use tally_profile::python::PythonHooks;
 use tally_tensorflow::TensorFlowAdapter;
 use tally_torch::python::{DeviceResolver, TorchAdapter};
 
@@ -183,89 +183,6 @@ impl KerasAdapter {
         *lock(&self.delegate) = Some(delegate.clone());
         Ok(delegate)
     }
-
-    /// The `metadata` hook: the delegate's, with the backend named
-    /// `keras-<backend>` and the dtypes of the model's weights.
-    ///
-    /// # Errors
-    ///
-    /// The exception of Keras, of the delegate's framework or of the model.
-    pub fn resolve(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
-        let backend = self.backend_name(py)?;
-        let mut metadata = match &*self.delegate(py)? {
-            Delegate::TensorFlow(adapter) => adapter.resolve(py)?,
-            Delegate::Torch(adapter) => adapter.resolve(py)?,
-            Delegate::Jax(adapter) => adapter.resolve(py)?,
-            Delegate::Unsupported { backend, .. } => ResourceAdapterMetadata {
-                backend: Some(backend.clone()),
-                ..ResourceAdapterMetadata::default()
-            },
-        };
-        metadata.backend = Some(format!("keras-{backend}"));
-        metadata.weight_dtypes =
-            tally_profile::python::weight_dtypes(&tally_tensorflow::model_variables(&self.model(py)?)?)?;
-        Ok(metadata)
-    }
-
-    /// The `synchronize` hook: the delegate's.
-    ///
-    /// # Errors
-    ///
-    /// The exception of Keras or of the delegate's framework.
-    pub fn synchronization(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        Ok(match &*self.delegate(py)? {
-            Delegate::TensorFlow(adapter) => adapter.synchronization(),
-            Delegate::Torch(adapter) => adapter.synchronize_devices(py)?,
-            Delegate::Jax(adapter) => adapter.barrier(py)?,
-            Delegate::Unsupported { reason, .. } => AdapterOperationResult::unavailable(Some(reason.clone())),
-        })
-    }
-
-    /// The `reset_peak_device_memory` hook: the delegate's.
-    ///
-    /// # Errors
-    ///
-    /// The exception of Keras or of the delegate's framework.
-    pub fn reset(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        Ok(match &*self.delegate(py)? {
-            Delegate::TensorFlow(adapter) => adapter.reset(py)?,
-            Delegate::Torch(adapter) => adapter.reset(py)?,
-            Delegate::Jax(adapter) => adapter.reset(py)?,
-            Delegate::Unsupported { reason, .. } => AdapterOperationResult::unavailable(Some(reason.clone())),
-        })
-    }
-
-    /// The `peak_device_memory` hook: the delegate's, with the backend named
-    /// `keras-<backend>`.
-    ///
-    /// # Errors
-    ///
-    /// The exception of Keras or of the delegate's framework.
-    pub fn peak(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
-        let delegate = self.delegate(py)?;
-        let reading = match &*delegate {
-            Delegate::TensorFlow(adapter) => adapter.peak(py)?,
-            Delegate::Torch(adapter) => adapter.peak(py)?,
-            Delegate::Jax(adapter) => adapter.peak(py)?,
-            Delegate::Unsupported { backend, reason } => {
-                DeviceMemoryMeasurement::unavailable(Some(reason.clone()))
-                    .with_backend_device(Some(backend.clone()), None)
-            }
-        };
-        let device = reading.readings().device.clone();
-        Ok(reading.with_backend_device(Some(format!("keras-{}", self.backend_name(py)?)), device))
-    }
-
-    /// The `model_footprint` hook: the Keras model's variables, on every
-    /// backend.
-    ///
-    /// # Errors
-    ///
-    /// The exception of the model's variables (see
-    /// [`tally_tensorflow::model_footprint`]).
-    pub fn footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
-        tally_tensorflow::model_footprint(py, &self.model(py)?)
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -296,36 +213,99 @@ fn weights_getter(py: Python<'_>, extractor: &Py<PyAny>) -> PyResult<Py<PyAny>> 
     Ok(getter.into_any().unbind())
 }
 
-impl ResourceProfileAdapter for KerasAdapter {
-    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
+impl PythonHooks for KerasAdapter {
+    /// The `metadata` hook: the delegate's, with the backend named
+    /// `keras-<backend>` and the dtypes of the model's weights.
+    ///
+    /// # Errors
+    ///
+    /// The exception of Keras, of the delegate's framework or of the model.
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
+        let backend = self.backend_name(py)?;
+        let mut metadata = match &*self.delegate(py)? {
+            Delegate::TensorFlow(adapter) => adapter.metadata(py)?,
+            Delegate::Torch(adapter) => adapter.metadata(py)?,
+            Delegate::Jax(adapter) => adapter.metadata(py)?,
+            Delegate::Unsupported { backend, .. } => ResourceAdapterMetadata {
+                backend: Some(backend.clone()),
+                ..ResourceAdapterMetadata::default()
+            },
+        };
+        metadata.backend = Some(format!("keras-{backend}"));
+        metadata.weight_dtypes =
+            tally_profile::python::weight_dtypes(&tally_tensorflow::model_variables(&self.model(py)?)?)?;
+        Ok(metadata)
     }
 
-    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.synchronization(py)).map_err(HookError::from)
+    /// The `synchronize` hook: the delegate's.
+    ///
+    /// # Errors
+    ///
+    /// The exception of Keras or of the delegate's framework.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        Ok(match &*self.delegate(py)? {
+            Delegate::TensorFlow(adapter) => adapter.synchronize(py)?,
+            Delegate::Torch(adapter) => adapter.synchronize(py)?,
+            Delegate::Jax(adapter) => adapter.synchronize(py)?,
+            Delegate::Unsupported { reason, .. } => AdapterOperationResult::unavailable(Some(reason.clone())),
+        })
     }
 
-    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.reset(py)).map_err(HookError::from)
+    /// The `reset_peak_device_memory` hook: the delegate's.
+    ///
+    /// # Errors
+    ///
+    /// The exception of Keras or of the delegate's framework.
+    fn reset_peak_device_memory(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        Ok(match &*self.delegate(py)? {
+            Delegate::TensorFlow(adapter) => adapter.reset_peak_device_memory(py)?,
+            Delegate::Torch(adapter) => adapter.reset_peak_device_memory(py)?,
+            Delegate::Jax(adapter) => adapter.reset_peak_device_memory(py)?,
+            Delegate::Unsupported { reason, .. } => AdapterOperationResult::unavailable(Some(reason.clone())),
+        })
     }
 
-    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(HookError::from)
+    /// The `peak_device_memory` hook: the delegate's, with the backend named
+    /// `keras-<backend>`.
+    ///
+    /// # Errors
+    ///
+    /// The exception of Keras or of the delegate's framework.
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
+        let delegate = self.delegate(py)?;
+        let reading = match &*delegate {
+            Delegate::TensorFlow(adapter) => adapter.peak_device_memory(py)?,
+            Delegate::Torch(adapter) => adapter.peak_device_memory(py)?,
+            Delegate::Jax(adapter) => adapter.peak_device_memory(py)?,
+            Delegate::Unsupported { backend, reason } => {
+                DeviceMemoryMeasurement::unavailable(Some(reason.clone()))
+                    .with_backend_device(Some(backend.clone()), None)
+            }
+        };
+        let device = reading.readings().device.clone();
+        Ok(reading.with_backend_device(Some(format!("keras-{}", self.backend_name(py)?)), device))
     }
 
-    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| self.footprint(py)).map_err(HookError::from)
+    /// The `model_footprint` hook: the Keras model's variables, on every
+    /// backend.
+    ///
+    /// # Errors
+    ///
+    /// The exception of the model's variables (see
+    /// [`tally_tensorflow::model_footprint`]).
+    fn model_footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
+        tally_tensorflow::model_footprint(py, &self.model(py)?)
     }
 
-    fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
+    fn deployment_artifacts(&self, _py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
         Ok(self.artifacts.clone())
     }
 
-    fn name(&self) -> String {
-        "tally.profiling.KerasResourceProfileAdapter".to_owned()
+    fn class_name(&self) -> &'static str {
+        "tally.profiling.KerasResourceProfileAdapter"
     }
 
-    fn profiling_device_hint(&self) -> Option<String> {
-        self.profiling_device.clone()
+    fn profiling_device(&self) -> Option<&str> {
+        self.profiling_device.as_deref()
     }
 }

@@ -12,7 +12,7 @@ use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata,
 };
-use tally_profile::{HookError, ResourceProfileAdapter};
+use tally_profile::python::PythonHooks;
 
 /// ONNX Runtime's default provider, reported when none is configured.
 const CPU_EXECUTION_PROVIDER: &str = "CPUExecutionProvider";
@@ -50,11 +50,23 @@ impl OnnxAdapter {
     pub fn external_artifacts(&self) -> &[DeploymentArtifact] {
         &self.external_artifacts
     }
+}
 
+/// Python's `getattr(value, name, None)`, `None` also when the attribute is
+/// `None`; exceptions other than `AttributeError` propagate.
+fn present<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
+    match value.getattr(name) {
+        Ok(found) => Ok(Some(found).filter(|found| !found.is_none())),
+        Err(error) if error.is_instance_of::<PyAttributeError>(value.py()) => Ok(None),
+        Err(error) => Err(error),
+    }
+}
+
+impl PythonHooks for OnnxAdapter {
     /// The `metadata` hook: backend `onnxruntime`, the first provider of the
     /// live session (`active_provider`) or of the configured list
     /// (`configured_provider`), never asynchronous.
-    pub fn resolve(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
         let extractor = self.extractor.bind(py);
         let session = present(extractor, "_session")?;
         let get_providers = match &session {
@@ -92,31 +104,31 @@ impl OnnxAdapter {
 
     /// The `synchronize` hook: succeeds, since `InferenceSession.run`
     /// returns when its outputs are ready.
-    pub fn synchronize_session(&self) -> AdapterOperationResult {
-        AdapterOperationResult::succeeded()
+    fn synchronize(&self, _py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        Ok(AdapterOperationResult::succeeded())
     }
 
     /// The `reset_peak_device_memory` hook: unavailable.
-    pub fn reset(&self) -> AdapterOperationResult {
-        AdapterOperationResult::unavailable(Some(NO_ALLOCATOR_PEAK_API))
+    fn reset_peak_device_memory(&self, _py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        Ok(AdapterOperationResult::unavailable(Some(NO_ALLOCATOR_PEAK_API)))
     }
 
     /// The `peak_device_memory` hook: unavailable, with the metadata's
     /// backend and device.
-    pub fn peak(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
-        let metadata = self.resolve(py)?;
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
+        let metadata = self.metadata(py)?;
         Ok(DeviceMemoryMeasurement::unavailable(Some(NO_ALLOCATOR_PEAK_API))
             .with_backend_device(metadata.backend, metadata.device))
     }
 
     /// The `model_footprint` hook: unavailable, as vertebrae answers.
-    pub fn footprint(&self) -> ModelFootprintMeasurement {
-        ModelFootprintMeasurement::unavailable(Some(NOT_PARSED))
+    fn model_footprint(&self, _py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
+        Ok(ModelFootprintMeasurement::unavailable(Some(NOT_PARSED)))
     }
 
     /// The `deployment_artifacts` hook: `str(extractor.model_path)` as the
     /// `checkpoint`, then the external artifacts.
-    pub fn artifacts(&self, py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
+    fn deployment_artifacts(&self, py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
         let path = self.extractor.bind(py).getattr("model_path")?.str()?;
         let checkpoint = DeploymentArtifact::new(path.to_str()?)
             .map_err(|error| PyValueError::new_err(error.to_string()))?;
@@ -124,44 +136,8 @@ impl OnnxAdapter {
         artifacts.extend(self.external_artifacts.iter().cloned());
         Ok(artifacts)
     }
-}
 
-/// Python's `getattr(value, name, None)`, `None` also when the attribute is
-/// `None`; exceptions other than `AttributeError` propagate.
-fn present<'py>(value: &Bound<'py, PyAny>, name: &str) -> PyResult<Option<Bound<'py, PyAny>>> {
-    match value.getattr(name) {
-        Ok(found) => Ok(Some(found).filter(|found| !found.is_none())),
-        Err(error) if error.is_instance_of::<PyAttributeError>(value.py()) => Ok(None),
-        Err(error) => Err(error),
-    }
-}
-
-impl ResourceProfileAdapter for OnnxAdapter {
-    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
-    }
-
-    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Ok(self.synchronize_session())
-    }
-
-    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Ok(self.reset())
-    }
-
-    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(HookError::from)
-    }
-
-    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Ok(self.footprint())
-    }
-
-    fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
-        Python::attach(|py| self.artifacts(py)).map_err(HookError::from)
-    }
-
-    fn name(&self) -> String {
-        "tally.profiling.ONNXResourceProfileAdapter".to_owned()
+    fn class_name(&self) -> &'static str {
+        "tally.profiling.ONNXResourceProfileAdapter"
     }
 }

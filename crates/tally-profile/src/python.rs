@@ -14,6 +14,12 @@ use std::collections::BTreeSet;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
+use crate::profile::{
+    AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
+    ResourceAdapterMetadata,
+};
+use crate::{HookError, ResourceProfileAdapter};
+
 /// vertebrae's `_tensorflow_values_size`: the element count and bytes of
 /// the values that have a `shape` (not `None`). Each dimension is read with
 /// Python's `int()`, the product is numpy's `int64` product (it wraps as
@@ -114,4 +120,106 @@ pub fn nonnegative(name: &str, value: i128) -> PyResult<u64> {
     }
     u64::try_from(value)
         .map_err(|_| pyo3::exceptions::PyOverflowError::new_err(format!("{name} is too large: {value}")))
+}
+
+/// An adapter over Python objects, its hooks asked with the GIL held and
+/// answering Python's exception where the framework or the user's objects
+/// raise one: what the `tally` Python package's classes call (and hand the
+/// exception to the caller as it is).
+///
+/// Every such type is a [`ResourceProfileAdapter`] too: the hook attaches
+/// to the interpreter and turns an exception into a [`HookError`] named
+/// after its class, so the profile's warning reads as vertebrae's. The
+/// framework crates (tally-jax, tally-tensorflow, tally-keras and the
+/// `python` features of tally-torch and tally-onnx) implement this trait
+/// and get that one for nothing.
+pub trait PythonHooks {
+    /// vertebrae's `metadata`.
+    ///
+    /// # Errors
+    ///
+    /// The exception of the framework or of the user's objects.
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata>;
+
+    /// vertebrae's `synchronize`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PythonHooks::metadata`].
+    fn synchronize(&self, py: Python<'_>) -> PyResult<AdapterOperationResult>;
+
+    /// vertebrae's `reset_peak_device_memory`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PythonHooks::metadata`].
+    fn reset_peak_device_memory(&self, py: Python<'_>) -> PyResult<AdapterOperationResult>;
+
+    /// vertebrae's `peak_device_memory`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PythonHooks::metadata`].
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement>;
+
+    /// vertebrae's `model_footprint`.
+    ///
+    /// # Errors
+    ///
+    /// As [`PythonHooks::metadata`].
+    fn model_footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement>;
+
+    /// vertebrae's `deployment_artifacts` (none unless the adapter declares
+    /// some).
+    ///
+    /// # Errors
+    ///
+    /// As [`PythonHooks::metadata`].
+    fn deployment_artifacts(&self, py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
+        let _ = py;
+        Ok(Vec::new())
+    }
+
+    /// The Python class it stands for (`tally.profiling.<Class>`), the
+    /// profile's `resource_adapter`.
+    fn class_name(&self) -> &'static str;
+
+    /// The device the caller asked to profile on, if the adapter takes one.
+    fn profiling_device(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl<T: PythonHooks> ResourceProfileAdapter for T {
+    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
+        Python::attach(|py| PythonHooks::metadata(self, py)).map_err(HookError::from)
+    }
+
+    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
+        Python::attach(|py| PythonHooks::synchronize(self, py)).map_err(HookError::from)
+    }
+
+    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
+        Python::attach(|py| PythonHooks::reset_peak_device_memory(self, py)).map_err(HookError::from)
+    }
+
+    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
+        Python::attach(|py| PythonHooks::peak_device_memory(self, py)).map_err(HookError::from)
+    }
+
+    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
+        Python::attach(|py| PythonHooks::model_footprint(self, py)).map_err(HookError::from)
+    }
+
+    fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
+        Python::attach(|py| PythonHooks::deployment_artifacts(self, py)).map_err(HookError::from)
+    }
+
+    fn name(&self) -> String {
+        self.class_name().to_owned()
+    }
+
+    fn profiling_device_hint(&self) -> Option<String> {
+        self.profiling_device().map(str::to_owned)
+    }
 }

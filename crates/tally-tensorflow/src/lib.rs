@@ -48,8 +48,8 @@ use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, DeviceMemoryReadings,
     ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata,
 };
+use tally_profile::python::PythonHooks;
 use tally_profile::python::{deduplicated, nonnegative, values_size, weight_dtypes};
-use tally_profile::{HookError, ResourceProfileAdapter};
 
 const AMBIGUOUS_DEVICE: &str = "TensorFlow device resolution is ambiguous across visible devices.";
 const NO_MEMORY_INFO: &str = "TensorFlow memory-info APIs are unavailable.";
@@ -188,117 +188,6 @@ impl TensorFlowAdapter {
         })
     }
 
-    /// The `metadata` hook: backend, resolved device, the model's weight
-    /// dtypes; never asynchronous (the outputs reach numpy).
-    ///
-    /// # Errors
-    ///
-    /// The exception of the model getter or of TensorFlow.
-    pub fn resolve(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
-        let (device, resolution) = self.resolved_device(py, None)?;
-        let model = self.model(py)?;
-        let metadata = ResourceAdapterMetadata {
-            backend: Some(self.backend.clone()),
-            device,
-            asynchronous: false,
-            synchronization_method: Some("extractor_output_to_numpy".to_owned()),
-            weight_dtypes: model_weight_dtypes(&model)?,
-            ..ResourceAdapterMetadata::default()
-        };
-        metadata.with_device_resolution(resolution).map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-
-    /// The `synchronize` hook: succeeded, with nothing to wait for, since
-    /// converting the extractor's outputs to numpy waits for TensorFlow.
-    pub fn synchronization(&self) -> AdapterOperationResult {
-        AdapterOperationResult::succeeded()
-    }
-
-    /// The `reset_peak_device_memory` hook: on a GPU, remembers the
-    /// allocator's `current` bytes and resets its statistics; `not_applicable`
-    /// on CPU; `unavailable` when the device is ambiguous or TensorFlow
-    /// lacks the memory-info APIs.
-    ///
-    /// # Errors
-    ///
-    /// The exception of the model getter or of TensorFlow.
-    pub fn reset(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        let tf = tensorflow(py)?;
-        let Some(device) = self.resolved_device(py, Some(&tf))?.0 else {
-            return Ok(AdapterOperationResult::unavailable(Some(AMBIGUOUS_DEVICE)));
-        };
-        if !is_gpu_device(&device) {
-            return Ok(AdapterOperationResult::not_applicable(None::<String>));
-        }
-        let Some(experimental) = memory_api(&tf)? else {
-            return Ok(AdapterOperationResult::unavailable(Some(NO_MEMORY_INFO)));
-        };
-        let info = experimental.call_method1("get_memory_info", (&device,))?;
-        let baseline = python_int(&info.call_method1("get", ("current", 0))?)?;
-        self.window().baseline_allocated = Some(baseline);
-        if !experimental.hasattr("reset_memory_stats")? {
-            return Ok(AdapterOperationResult::unavailable(Some(NO_RESET)));
-        }
-        experimental.call_method1("reset_memory_stats", (&device,))?;
-        self.window().reset_device = Some(device);
-        Ok(AdapterOperationResult::succeeded())
-    }
-
-    /// The `peak_device_memory` hook: the allocator's `peak` since the
-    /// reset, with the baseline, when the device is the one the window was
-    /// opened on; `not_applicable` on CPU; `unavailable` otherwise.
-    ///
-    /// # Errors
-    ///
-    /// The exception of the model getter or of TensorFlow; a `ValueError`
-    /// when TensorFlow reports negative bytes (vertebrae's dataclass rejects
-    /// them).
-    pub fn peak(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
-        let tf = tensorflow(py)?;
-        let backend = Some(self.backend.clone());
-        let Some(device) = self.resolved_device(py, Some(&tf))?.0 else {
-            return Ok(DeviceMemoryMeasurement::unavailable(Some(AMBIGUOUS_DEVICE))
-                .with_backend_device(backend, None));
-        };
-        if !is_gpu_device(&device) {
-            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_MEMORY))
-                .with_backend_device(backend, Some(device)));
-        }
-        let (baseline, reset_device) = {
-            let window = self.window();
-            (window.baseline_allocated, window.reset_device.clone())
-        };
-        if reset_device.as_deref() != Some(device.as_str()) {
-            return Ok(DeviceMemoryMeasurement::unavailable(Some(DEVICE_CHANGED))
-                .with_backend_device(backend, Some(device)));
-        }
-        let Some(experimental) = memory_api(&tf)? else {
-            return Ok(DeviceMemoryMeasurement::unavailable(Some(NO_MEMORY_INFO))
-                .with_backend_device(backend, Some(device)));
-        };
-        let info = experimental.call_method1("get_memory_info", (&device,))?;
-        let peak = python_int(&info.call_method1("get", ("peak", 0))?)?;
-        let readings = DeviceMemoryReadings {
-            backend,
-            device: Some(device),
-            baseline_allocated_bytes: baseline
-                .map(|baseline| nonnegative("baseline_allocated_bytes", baseline))
-                .transpose()?,
-            peak_allocated_bytes: Some(nonnegative("peak_allocated_bytes", peak)?),
-            ..DeviceMemoryReadings::default()
-        };
-        DeviceMemoryMeasurement::measured(readings).map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-
-    /// The `model_footprint` hook: [`model_footprint`] of the model.
-    ///
-    /// # Errors
-    ///
-    /// As [`model_footprint`], and the model getter's exception.
-    pub fn footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
-        model_footprint(py, &self.model(py)?)
-    }
-
     fn window(&self) -> std::sync::MutexGuard<'_, MemoryWindow> {
         // The window is two plain fields, each written whole: a panic while
         // the lock was held leaves it consistent, so a poisoned lock is used.
@@ -434,37 +323,128 @@ fn model_devices(model: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
     Ok(devices.into_iter().collect())
 }
 
-impl ResourceProfileAdapter for TensorFlowAdapter {
-    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
+impl PythonHooks for TensorFlowAdapter {
+    /// The `metadata` hook: backend, resolved device, the model's weight
+    /// dtypes; never asynchronous (the outputs reach numpy).
+    ///
+    /// # Errors
+    ///
+    /// The exception of the model getter or of TensorFlow.
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
+        let (device, resolution) = self.resolved_device(py, None)?;
+        let model = self.model(py)?;
+        let metadata = ResourceAdapterMetadata {
+            backend: Some(self.backend.clone()),
+            device,
+            asynchronous: false,
+            synchronization_method: Some("extractor_output_to_numpy".to_owned()),
+            weight_dtypes: model_weight_dtypes(&model)?,
+            ..ResourceAdapterMetadata::default()
+        };
+        metadata.with_device_resolution(resolution).map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
-    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Ok(self.synchronization())
+    /// The `synchronize` hook: succeeded, with nothing to wait for, since
+    /// converting the extractor's outputs to numpy waits for TensorFlow.
+    fn synchronize(&self, _py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        Ok(AdapterOperationResult::succeeded())
     }
 
-    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.reset(py)).map_err(HookError::from)
+    /// The `reset_peak_device_memory` hook: on a GPU, remembers the
+    /// allocator's `current` bytes and resets its statistics; `not_applicable`
+    /// on CPU; `unavailable` when the device is ambiguous or TensorFlow
+    /// lacks the memory-info APIs.
+    ///
+    /// # Errors
+    ///
+    /// The exception of the model getter or of TensorFlow.
+    fn reset_peak_device_memory(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        let tf = tensorflow(py)?;
+        let Some(device) = self.resolved_device(py, Some(&tf))?.0 else {
+            return Ok(AdapterOperationResult::unavailable(Some(AMBIGUOUS_DEVICE)));
+        };
+        if !is_gpu_device(&device) {
+            return Ok(AdapterOperationResult::not_applicable(None::<String>));
+        }
+        let Some(experimental) = memory_api(&tf)? else {
+            return Ok(AdapterOperationResult::unavailable(Some(NO_MEMORY_INFO)));
+        };
+        let info = experimental.call_method1("get_memory_info", (&device,))?;
+        let baseline = python_int(&info.call_method1("get", ("current", 0))?)?;
+        self.window().baseline_allocated = Some(baseline);
+        if !experimental.hasattr("reset_memory_stats")? {
+            return Ok(AdapterOperationResult::unavailable(Some(NO_RESET)));
+        }
+        experimental.call_method1("reset_memory_stats", (&device,))?;
+        self.window().reset_device = Some(device);
+        Ok(AdapterOperationResult::succeeded())
     }
 
-    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(HookError::from)
+    /// The `peak_device_memory` hook: the allocator's `peak` since the
+    /// reset, with the baseline, when the device is the one the window was
+    /// opened on; `not_applicable` on CPU; `unavailable` otherwise.
+    ///
+    /// # Errors
+    ///
+    /// The exception of the model getter or of TensorFlow; a `ValueError`
+    /// when TensorFlow reports negative bytes (vertebrae's dataclass rejects
+    /// them).
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
+        let tf = tensorflow(py)?;
+        let backend = Some(self.backend.clone());
+        let Some(device) = self.resolved_device(py, Some(&tf))?.0 else {
+            return Ok(DeviceMemoryMeasurement::unavailable(Some(AMBIGUOUS_DEVICE))
+                .with_backend_device(backend, None));
+        };
+        if !is_gpu_device(&device) {
+            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_MEMORY))
+                .with_backend_device(backend, Some(device)));
+        }
+        let (baseline, reset_device) = {
+            let window = self.window();
+            (window.baseline_allocated, window.reset_device.clone())
+        };
+        if reset_device.as_deref() != Some(device.as_str()) {
+            return Ok(DeviceMemoryMeasurement::unavailable(Some(DEVICE_CHANGED))
+                .with_backend_device(backend, Some(device)));
+        }
+        let Some(experimental) = memory_api(&tf)? else {
+            return Ok(DeviceMemoryMeasurement::unavailable(Some(NO_MEMORY_INFO))
+                .with_backend_device(backend, Some(device)));
+        };
+        let info = experimental.call_method1("get_memory_info", (&device,))?;
+        let peak = python_int(&info.call_method1("get", ("peak", 0))?)?;
+        let readings = DeviceMemoryReadings {
+            backend,
+            device: Some(device),
+            baseline_allocated_bytes: baseline
+                .map(|baseline| nonnegative("baseline_allocated_bytes", baseline))
+                .transpose()?,
+            peak_allocated_bytes: Some(nonnegative("peak_allocated_bytes", peak)?),
+            ..DeviceMemoryReadings::default()
+        };
+        DeviceMemoryMeasurement::measured(readings).map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
-    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| self.footprint(py)).map_err(HookError::from)
+    /// The `model_footprint` hook: [`model_footprint`] of the model.
+    ///
+    /// # Errors
+    ///
+    /// As [`model_footprint`], and the model getter's exception.
+    fn model_footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
+        model_footprint(py, &self.model(py)?)
     }
 
-    fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
+    fn deployment_artifacts(&self, _py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
         Ok(self.artifacts.clone())
     }
 
-    fn name(&self) -> String {
-        "tally.profiling.TensorFlowResourceProfileAdapter".to_owned()
+    fn class_name(&self) -> &'static str {
+        "tally.profiling.TensorFlowResourceProfileAdapter"
     }
 
-    fn profiling_device_hint(&self) -> Option<String> {
-        self.profiling_device.clone()
+    fn profiling_device(&self) -> Option<&str> {
+        self.profiling_device.as_deref()
     }
 }
 

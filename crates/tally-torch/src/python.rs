@@ -18,7 +18,7 @@ use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, DeviceMemoryReadings,
     ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata,
 };
-use tally_profile::{HookError, ResourceProfileAdapter};
+use tally_profile::python::PythonHooks;
 
 const MULTI_DEVICE_REASON: &str =
     "multi_device_model: scoped allocator peaks are unavailable for Torch models spanning multiple devices.";
@@ -189,192 +189,6 @@ impl TorchAdapter {
         Ok((vec![device_of(&"cpu".into_pyobject(py)?.into_any())?], "default_cpu"))
     }
 
-    /// The `metadata` hook: backend `torch`, the resolved devices, whether
-    /// they run asynchronously, the synchronization method and the weight
-    /// dtypes.
-    pub fn resolve(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
-        let torch = self.torch(py)?;
-        let (devices, source) = self.resolved_devices(py, &torch)?;
-        let model = self.model(py)?;
-        let names =
-            devices.iter().map(|device| Ok(device.str()?.to_string())).collect::<PyResult<Vec<_>>>()?;
-        let mut asynchronous = false;
-        for device in &devices {
-            if is_type(device, "cuda")? || is_type(device, "mps")? {
-                asynchronous = true;
-                break;
-            }
-        }
-        let method = match devices.as_slice() {
-            [_, _, ..] => "torch.synchronize_each_active_device",
-            [only] if is_type(only, "cuda")? => "torch.cuda.synchronize",
-            [only] if is_type(only, "mps")? => "torch.mps.synchronize",
-            _ => "not_applicable",
-        };
-        let metadata = ResourceAdapterMetadata {
-            backend: Some("torch".to_owned()),
-            device: (!names.is_empty()).then(|| names.join(",")),
-            asynchronous,
-            synchronization_method: Some(method.to_owned()),
-            weight_dtypes: weight_dtypes(model.as_ref())?,
-            ..ResourceAdapterMetadata::default()
-        };
-        metadata.with_device_resolution(source).map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-
-    /// The `synchronize` hook: `torch.cuda.synchronize(device)` for each
-    /// CUDA device, `torch.mps.synchronize()` once for MPS; `succeeded` if
-    /// anything was synchronized, else `not_applicable`.
-    pub fn synchronize_devices(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        let torch = self.torch(py)?;
-        let (devices, _) = self.resolved_devices(py, &torch)?;
-        let (mut synchronized, mut mps_synchronized) = (false, false);
-        for device in &devices {
-            if is_type(device, "cuda")? {
-                torch.getattr("cuda")?.call_method1("synchronize", (device,))?;
-                synchronized = true;
-            } else if is_type(device, "mps")? && attribute(&torch, "mps")?.is_some() && !mps_synchronized {
-                torch.getattr("mps")?.call_method0("synchronize")?;
-                synchronized = true;
-                mps_synchronized = true;
-            }
-        }
-        Ok(if synchronized {
-            AdapterOperationResult::succeeded()
-        } else {
-            AdapterOperationResult::not_applicable(None::<String>)
-        })
-    }
-
-    /// The `reset_peak_device_memory` hook: on one CUDA device, reads the
-    /// allocated and reserved baselines and resets the allocator's peaks.
-    pub fn reset(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
-        let torch = self.torch(py)?;
-        let (devices, _) = self.resolved_devices(py, &torch)?;
-        let device = match devices.as_slice() {
-            [only] => only,
-            _ => return Ok(AdapterOperationResult::unavailable(Some(MULTI_DEVICE_REASON))),
-        };
-        if is_type(device, "cpu")? {
-            return Ok(AdapterOperationResult::not_applicable(Some(CPU_REASON)));
-        }
-        if !is_type(device, "cuda")? {
-            let kind = device.getattr("type")?.str()?;
-            return Ok(AdapterOperationResult::unavailable(Some(format!(
-                "Torch does not expose resettable allocator peak counters for {kind}."
-            ))));
-        }
-        let cuda = torch.getattr("cuda")?;
-        let allocated = python_int(&cuda.call_method1("memory_allocated", (device,))?)?;
-        self.with_window(|window| window.baseline_allocated = Some(allocated));
-        let reserved = python_int(&cuda.call_method1("memory_reserved", (device,))?)?;
-        self.with_window(|window| window.baseline_reserved = Some(reserved));
-        cuda.call_method1("reset_peak_memory_stats", (device,))?;
-        let name = device.str()?.to_string();
-        self.with_window(|window| window.device = Some(name));
-        Ok(AdapterOperationResult::succeeded())
-    }
-
-    /// The `peak_device_memory` hook: the allocator's peaks since the reset
-    /// on the same CUDA device, with the baselines.
-    pub fn peak(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
-        let torch = self.torch(py)?;
-        let (devices, _) = self.resolved_devices(py, &torch)?;
-        let backend = Some("torch".to_owned());
-        let device = match devices.as_slice() {
-            [only] => only,
-            _ => {
-                let names = devices
-                    .iter()
-                    .map(|device| Ok(device.str()?.to_string()))
-                    .collect::<PyResult<Vec<_>>>()?;
-                return Ok(DeviceMemoryMeasurement::unavailable(Some(MULTI_DEVICE_REASON))
-                    .with_backend_device(backend, Some(names.join(","))));
-            }
-        };
-        let name = device.str()?.to_string();
-        if is_type(device, "cpu")? {
-            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_REASON))
-                .with_backend_device(backend, Some(name)));
-        }
-        if !is_type(device, "cuda")? {
-            let kind = device.getattr("type")?.str()?;
-            return Ok(DeviceMemoryMeasurement::unavailable(Some(format!(
-                "Torch does not expose allocator peak counters for {kind}."
-            )))
-            .with_backend_device(backend, Some(name)));
-        }
-        let window = self.with_window(|window| window.clone());
-        if window.device.as_deref() != Some(name.as_str()) {
-            return Ok(DeviceMemoryMeasurement::unavailable(Some(DEVICE_CHANGED_REASON))
-                .with_backend_device(backend, Some(name)));
-        }
-        let cuda = torch.getattr("cuda")?;
-        let peak_allocated = python_int(&cuda.call_method1("max_memory_allocated", (device,))?)?;
-        let peak_reserved = python_int(&cuda.call_method1("max_memory_reserved", (device,))?)?;
-        let readings = DeviceMemoryReadings {
-            backend,
-            device: Some(name),
-            baseline_allocated_bytes: size("baseline_allocated_bytes", window.baseline_allocated)?,
-            baseline_reserved_bytes: size("baseline_reserved_bytes", window.baseline_reserved)?,
-            peak_allocated_bytes: size("peak_allocated_bytes", Some(peak_allocated))?,
-            peak_reserved_bytes: size("peak_reserved_bytes", Some(peak_reserved))?,
-            unavailable_reason: None,
-        };
-        DeviceMemoryMeasurement::measured(readings).map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-
-    /// The `model_footprint` hook: vertebrae's `_torch_model_footprint` of
-    /// the model.
-    pub fn footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
-        let Some(model) = self.model(py)? else {
-            return Ok(ModelFootprintMeasurement::unavailable(Some("The model has not been loaded.")));
-        };
-        let parameters = deduplicated(&model, "parameters")?;
-        let buffers = deduplicated(&model, "buffers")?;
-        if parameters.is_empty() && buffers.is_empty() {
-            return Ok(ModelFootprintMeasurement::unavailable(Some(
-                "The model exposes no parameters or buffers.",
-            )));
-        }
-        // The passes run in vertebrae's order, so an object that raises
-        // raises at the same call.
-        let parameter_count = total(&parameters, numel)?;
-        let parameter_bytes = total(&parameters, tensor_bytes)?;
-        let mut trainable = Vec::new();
-        for value in &parameters {
-            let requires_grad = match attribute(value, "requires_grad")? {
-                Some(flag) => flag.is_truthy()?,
-                None => true,
-            };
-            if requires_grad {
-                trainable.push(value.clone());
-            }
-        }
-        let trainable_count = total(&trainable, numel)?;
-        let trainable_bytes = total(&trainable, tensor_bytes)?;
-        let buffer_bytes = total(&buffers, tensor_bytes)?;
-        let in_memory = parameter_bytes.checked_add(buffer_bytes).ok_or_else(overflow)?;
-        let mut dtypes = BTreeSet::new();
-        for value in parameters.iter().chain(&buffers) {
-            if let Some(dtype) = attribute(value, "dtype")? {
-                dtypes.insert(dtype.str()?.to_string());
-            }
-        }
-        let readings = ModelFootprintReadings {
-            parameter_count: size("parameter_count", Some(parameter_count))?,
-            parameter_bytes: size("parameter_bytes", Some(parameter_bytes))?,
-            trainable_parameter_count: size("trainable_parameter_count", Some(trainable_count))?,
-            trainable_parameter_bytes: size("trainable_parameter_bytes", Some(trainable_bytes))?,
-            buffer_bytes: size("buffer_bytes", Some(buffer_bytes))?,
-            in_memory_bytes: size("in_memory_bytes", Some(in_memory))?,
-            weight_dtypes: dtypes.into_iter().collect(),
-            unavailable_reason: None,
-        };
-        ModelFootprintMeasurement::measured(readings)
-            .map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-
     fn with_window<T>(&self, action: impl FnOnce(&mut AllocatorWindow) -> T) -> T {
         // The window is plain data, valid whatever a panicking holder left.
         let mut window = self.window.lock().unwrap_or_else(PoisonError::into_inner);
@@ -513,32 +327,198 @@ fn weight_dtypes(model: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     Ok(dtypes.into_iter().collect())
 }
 
-impl ResourceProfileAdapter for TorchAdapter {
-    fn metadata(&mut self) -> Result<ResourceAdapterMetadata, HookError> {
-        Python::attach(|py| self.resolve(py)).map_err(HookError::from)
+impl PythonHooks for TorchAdapter {
+    /// The `metadata` hook: backend `torch`, the resolved devices, whether
+    /// they run asynchronously, the synchronization method and the weight
+    /// dtypes.
+    fn metadata(&self, py: Python<'_>) -> PyResult<ResourceAdapterMetadata> {
+        let torch = self.torch(py)?;
+        let (devices, source) = self.resolved_devices(py, &torch)?;
+        let model = self.model(py)?;
+        let names =
+            devices.iter().map(|device| Ok(device.str()?.to_string())).collect::<PyResult<Vec<_>>>()?;
+        let mut asynchronous = false;
+        for device in &devices {
+            if is_type(device, "cuda")? || is_type(device, "mps")? {
+                asynchronous = true;
+                break;
+            }
+        }
+        let method = match devices.as_slice() {
+            [_, _, ..] => "torch.synchronize_each_active_device",
+            [only] if is_type(only, "cuda")? => "torch.cuda.synchronize",
+            [only] if is_type(only, "mps")? => "torch.mps.synchronize",
+            _ => "not_applicable",
+        };
+        let metadata = ResourceAdapterMetadata {
+            backend: Some("torch".to_owned()),
+            device: (!names.is_empty()).then(|| names.join(",")),
+            asynchronous,
+            synchronization_method: Some(method.to_owned()),
+            weight_dtypes: weight_dtypes(model.as_ref())?,
+            ..ResourceAdapterMetadata::default()
+        };
+        metadata.with_device_resolution(source).map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
-    fn synchronize(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.synchronize_devices(py)).map_err(HookError::from)
+    /// The `synchronize` hook: `torch.cuda.synchronize(device)` for each
+    /// CUDA device, `torch.mps.synchronize()` once for MPS; `succeeded` if
+    /// anything was synchronized, else `not_applicable`.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        let torch = self.torch(py)?;
+        let (devices, _) = self.resolved_devices(py, &torch)?;
+        let (mut synchronized, mut mps_synchronized) = (false, false);
+        for device in &devices {
+            if is_type(device, "cuda")? {
+                torch.getattr("cuda")?.call_method1("synchronize", (device,))?;
+                synchronized = true;
+            } else if is_type(device, "mps")? && attribute(&torch, "mps")?.is_some() && !mps_synchronized {
+                torch.getattr("mps")?.call_method0("synchronize")?;
+                synchronized = true;
+                mps_synchronized = true;
+            }
+        }
+        Ok(if synchronized {
+            AdapterOperationResult::succeeded()
+        } else {
+            AdapterOperationResult::not_applicable(None::<String>)
+        })
     }
 
-    fn reset_peak_device_memory(&mut self) -> Result<AdapterOperationResult, HookError> {
-        Python::attach(|py| self.reset(py)).map_err(HookError::from)
+    /// The `reset_peak_device_memory` hook: on one CUDA device, reads the
+    /// allocated and reserved baselines and resets the allocator's peaks.
+    fn reset_peak_device_memory(&self, py: Python<'_>) -> PyResult<AdapterOperationResult> {
+        let torch = self.torch(py)?;
+        let (devices, _) = self.resolved_devices(py, &torch)?;
+        let device = match devices.as_slice() {
+            [only] => only,
+            _ => return Ok(AdapterOperationResult::unavailable(Some(MULTI_DEVICE_REASON))),
+        };
+        if is_type(device, "cpu")? {
+            return Ok(AdapterOperationResult::not_applicable(Some(CPU_REASON)));
+        }
+        if !is_type(device, "cuda")? {
+            let kind = device.getattr("type")?.str()?;
+            return Ok(AdapterOperationResult::unavailable(Some(format!(
+                "Torch does not expose resettable allocator peak counters for {kind}."
+            ))));
+        }
+        let cuda = torch.getattr("cuda")?;
+        let allocated = python_int(&cuda.call_method1("memory_allocated", (device,))?)?;
+        self.with_window(|window| window.baseline_allocated = Some(allocated));
+        let reserved = python_int(&cuda.call_method1("memory_reserved", (device,))?)?;
+        self.with_window(|window| window.baseline_reserved = Some(reserved));
+        cuda.call_method1("reset_peak_memory_stats", (device,))?;
+        let name = device.str()?.to_string();
+        self.with_window(|window| window.device = Some(name));
+        Ok(AdapterOperationResult::succeeded())
     }
 
-    fn peak_device_memory(&mut self) -> Result<DeviceMemoryMeasurement, HookError> {
-        Python::attach(|py| self.peak(py)).map_err(HookError::from)
+    /// The `peak_device_memory` hook: the allocator's peaks since the reset
+    /// on the same CUDA device, with the baselines.
+    fn peak_device_memory(&self, py: Python<'_>) -> PyResult<DeviceMemoryMeasurement> {
+        let torch = self.torch(py)?;
+        let (devices, _) = self.resolved_devices(py, &torch)?;
+        let backend = Some("torch".to_owned());
+        let device = match devices.as_slice() {
+            [only] => only,
+            _ => {
+                let names = devices
+                    .iter()
+                    .map(|device| Ok(device.str()?.to_string()))
+                    .collect::<PyResult<Vec<_>>>()?;
+                return Ok(DeviceMemoryMeasurement::unavailable(Some(MULTI_DEVICE_REASON))
+                    .with_backend_device(backend, Some(names.join(","))));
+            }
+        };
+        let name = device.str()?.to_string();
+        if is_type(device, "cpu")? {
+            return Ok(DeviceMemoryMeasurement::not_applicable(Some(CPU_REASON))
+                .with_backend_device(backend, Some(name)));
+        }
+        if !is_type(device, "cuda")? {
+            let kind = device.getattr("type")?.str()?;
+            return Ok(DeviceMemoryMeasurement::unavailable(Some(format!(
+                "Torch does not expose allocator peak counters for {kind}."
+            )))
+            .with_backend_device(backend, Some(name)));
+        }
+        let window = self.with_window(|window| window.clone());
+        if window.device.as_deref() != Some(name.as_str()) {
+            return Ok(DeviceMemoryMeasurement::unavailable(Some(DEVICE_CHANGED_REASON))
+                .with_backend_device(backend, Some(name)));
+        }
+        let cuda = torch.getattr("cuda")?;
+        let peak_allocated = python_int(&cuda.call_method1("max_memory_allocated", (device,))?)?;
+        let peak_reserved = python_int(&cuda.call_method1("max_memory_reserved", (device,))?)?;
+        let readings = DeviceMemoryReadings {
+            backend,
+            device: Some(name),
+            baseline_allocated_bytes: size("baseline_allocated_bytes", window.baseline_allocated)?,
+            baseline_reserved_bytes: size("baseline_reserved_bytes", window.baseline_reserved)?,
+            peak_allocated_bytes: size("peak_allocated_bytes", Some(peak_allocated))?,
+            peak_reserved_bytes: size("peak_reserved_bytes", Some(peak_reserved))?,
+            unavailable_reason: None,
+        };
+        DeviceMemoryMeasurement::measured(readings).map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
-    fn model_footprint(&mut self) -> Result<ModelFootprintMeasurement, HookError> {
-        Python::attach(|py| self.footprint(py)).map_err(HookError::from)
+    /// The `model_footprint` hook: vertebrae's `_torch_model_footprint` of
+    /// the model.
+    fn model_footprint(&self, py: Python<'_>) -> PyResult<ModelFootprintMeasurement> {
+        let Some(model) = self.model(py)? else {
+            return Ok(ModelFootprintMeasurement::unavailable(Some("The model has not been loaded.")));
+        };
+        let parameters = deduplicated(&model, "parameters")?;
+        let buffers = deduplicated(&model, "buffers")?;
+        if parameters.is_empty() && buffers.is_empty() {
+            return Ok(ModelFootprintMeasurement::unavailable(Some(
+                "The model exposes no parameters or buffers.",
+            )));
+        }
+        // The passes run in vertebrae's order, so an object that raises
+        // raises at the same call.
+        let parameter_count = total(&parameters, numel)?;
+        let parameter_bytes = total(&parameters, tensor_bytes)?;
+        let mut trainable = Vec::new();
+        for value in &parameters {
+            let requires_grad = match attribute(value, "requires_grad")? {
+                Some(flag) => flag.is_truthy()?,
+                None => true,
+            };
+            if requires_grad {
+                trainable.push(value.clone());
+            }
+        }
+        let trainable_count = total(&trainable, numel)?;
+        let trainable_bytes = total(&trainable, tensor_bytes)?;
+        let buffer_bytes = total(&buffers, tensor_bytes)?;
+        let in_memory = parameter_bytes.checked_add(buffer_bytes).ok_or_else(overflow)?;
+        let mut dtypes = BTreeSet::new();
+        for value in parameters.iter().chain(&buffers) {
+            if let Some(dtype) = attribute(value, "dtype")? {
+                dtypes.insert(dtype.str()?.to_string());
+            }
+        }
+        let readings = ModelFootprintReadings {
+            parameter_count: size("parameter_count", Some(parameter_count))?,
+            parameter_bytes: size("parameter_bytes", Some(parameter_bytes))?,
+            trainable_parameter_count: size("trainable_parameter_count", Some(trainable_count))?,
+            trainable_parameter_bytes: size("trainable_parameter_bytes", Some(trainable_bytes))?,
+            buffer_bytes: size("buffer_bytes", Some(buffer_bytes))?,
+            in_memory_bytes: size("in_memory_bytes", Some(in_memory))?,
+            weight_dtypes: dtypes.into_iter().collect(),
+            unavailable_reason: None,
+        };
+        ModelFootprintMeasurement::measured(readings)
+            .map_err(|error| PyValueError::new_err(error.to_string()))
     }
 
-    fn deployment_artifacts(&mut self) -> Result<Vec<DeploymentArtifact>, HookError> {
+    fn deployment_artifacts(&self, _py: Python<'_>) -> PyResult<Vec<DeploymentArtifact>> {
         Ok(self.artifacts.clone())
     }
 
-    fn name(&self) -> String {
-        "tally.profiling.TorchResourceProfileAdapter".to_owned()
+    fn class_name(&self) -> &'static str {
+        "tally.profiling.TorchResourceProfileAdapter"
     }
 }

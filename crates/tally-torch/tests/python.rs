@@ -103,7 +103,10 @@ fn a_fixed_device_resolver_answers_as_vertebraes_constant_resolver() {
                 fixed.map(|device| DeviceResolver::Fixed(device.to_owned())),
                 None,
             );
-            let ours = serde_json::to_value(adapter.resolve(py).expect("metadata")).expect("serializes");
+            let ours = serde_json::to_value(
+                tally_profile::python::PythonHooks::metadata(&adapter, py).expect("metadata"),
+            )
+            .expect("serializes");
             let theirs = json(
                 fixtures
                     .getattr("vertebrae_metadata")

@@ -2,11 +2,11 @@
 
 use pyo3::prelude::*;
 
-use crate::profiling::{BaseResourceProfileAdapter, default_answer};
+use crate::profiling::BaseResourceProfileAdapter;
 
 /// Synchronization and device metadata for JAX-backed extractors
 /// (vertebrae's `JAXResourceProfileAdapter`, measured by tally-jax).
-#[pyclass(extends = BaseResourceProfileAdapter, module = "tally.profiling", name = "JAXResourceProfileAdapter")]
+#[pyclass(extends = BaseResourceProfileAdapter, subclass, module = "tally.profiling", name = "JAXResourceProfileAdapter")]
 pub struct JaxResourceProfileAdapter {
     inner: tally_jax::JaxAdapter,
     /// The device the caller asked to profile on.
@@ -46,29 +46,6 @@ impl JaxResourceProfileAdapter {
     fn backend(&self) -> &str {
         self.inner.backend()
     }
-
-    /// Framework, device and synchronization context of the parameter tree.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
-    }
-
-    /// `jax.effects_barrier()`.
-    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.barrier(py)?)
-    }
-
-    /// `not_applicable` on CPU, else `unavailable` (no portable peak window).
-    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
-    }
-
-    /// Unavailable: JAX has no portable resettable allocator peak.
-    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
-    }
-
-    /// Elements and bytes of the parameter tree.
-    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
-    }
 }
+
+super::python_hooks!(JaxResourceProfileAdapter);

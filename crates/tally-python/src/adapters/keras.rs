@@ -1,10 +1,9 @@
 //! `tally.profiling.KerasResourceProfileAdapter` over tally-keras.
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
-use super::{artifacts_from, artifacts_tuple};
-use crate::profiling::{BaseResourceProfileAdapter, default_answer};
+use super::artifacts_from;
+use crate::profiling::BaseResourceProfileAdapter;
 
 /// Backend-aware resource hooks for multi-backend Keras models
 /// (vertebrae's `KerasResourceProfileAdapter`, measured by tally-keras:
@@ -52,35 +51,6 @@ impl KerasResourceProfileAdapter {
     fn profiling_device(&self) -> Option<&str> {
         self.inner.profiling_device()
     }
-
-    /// The backend's metadata, named `keras-<backend>`, with the weights'
-    /// dtypes.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
-    }
-
-    /// The backend's synchronization.
-    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.synchronization(py)?)
-    }
-
-    /// Opens the backend's device-memory window.
-    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
-    }
-
-    /// The backend's device-memory peak since the reset.
-    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
-    }
-
-    /// Elements and bytes of the Keras model's variables.
-    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
-    }
-
-    /// The deployment artifacts it was given.
-    fn deployment_artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        artifacts_tuple(py, self.inner.artifacts())
-    }
 }
+
+super::python_hooks!(KerasResourceProfileAdapter);

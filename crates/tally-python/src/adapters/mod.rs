@@ -23,6 +23,71 @@ use tally_profile::profile::DeploymentArtifact;
 
 use crate::profiling::{build, from_instance};
 
+/// The six hooks of an adapter class whose `inner` is a
+/// [`PythonHooks`](tally_profile::python::PythonHooks): each answer is the
+/// crate's, converted into the dataclass vertebrae returns; an exception of
+/// the framework reaches the caller as it is (vertebrae's profiler, or a
+/// user's code, contains it).
+macro_rules! python_hooks {
+    ($class:ty) => {
+        #[pyo3::pymethods]
+        impl $class {
+            /// Framework, device and synchronization context.
+            fn metadata<'py>(&self, py: pyo3::Python<'py>) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let answer = tally_profile::python::PythonHooks::metadata(&self.inner, py)?;
+                crate::profiling::default_answer(py, "ResourceAdapterMetadata", &answer)
+            }
+
+            /// Waits for the device's queued work.
+            fn synchronize<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let answer = tally_profile::python::PythonHooks::synchronize(&self.inner, py)?;
+                crate::profiling::default_answer(py, "AdapterOperationResult", &answer)
+            }
+
+            /// Opens the device-memory window.
+            fn reset_peak_device_memory<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let answer = tally_profile::python::PythonHooks::reset_peak_device_memory(&self.inner, py)?;
+                crate::profiling::default_answer(py, "AdapterOperationResult", &answer)
+            }
+
+            /// The device-memory peaks since the window opened.
+            fn peak_device_memory<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let answer = tally_profile::python::PythonHooks::peak_device_memory(&self.inner, py)?;
+                crate::profiling::default_answer(py, "DeviceMemoryMeasurement", &answer)
+            }
+
+            /// Parameter and in-memory sizes of the model.
+            fn model_footprint<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
+                let answer = tally_profile::python::PythonHooks::model_footprint(&self.inner, py)?;
+                crate::profiling::default_answer(py, "ModelFootprintMeasurement", &answer)
+            }
+
+            /// Local files whose deployment footprint should be measured.
+            fn deployment_artifacts<'py>(
+                &self,
+                py: pyo3::Python<'py>,
+            ) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::types::PyTuple>> {
+                let answer = tally_profile::python::PythonHooks::deployment_artifacts(&self.inner, py)?;
+                crate::adapters::artifacts_tuple(py, &answer)
+            }
+        }
+    };
+}
+#[allow(unused_imports)] // used by the adapters whose features are on
+pub(crate) use python_hooks;
+
 /// Registers the adapter classes built into this wheel.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "jax")]

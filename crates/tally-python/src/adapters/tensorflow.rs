@@ -1,10 +1,9 @@
 //! `tally.profiling.TensorFlowResourceProfileAdapter` over tally-tensorflow.
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
-use super::{artifacts_from, artifacts_tuple};
-use crate::profiling::{BaseResourceProfileAdapter, default_answer};
+use super::artifacts_from;
+use crate::profiling::BaseResourceProfileAdapter;
 
 /// Resource hooks shared by Keras and TensorFlow Hub extractors
 /// (vertebrae's `TensorFlowResourceProfileAdapter`, measured by
@@ -66,34 +65,6 @@ impl TensorFlowResourceProfileAdapter {
     fn profiling_device(&self) -> Option<&str> {
         self.inner.profiling_device()
     }
-
-    /// Framework, resolved device and weight dtypes of the model.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
-    }
-
-    /// Succeeded: converting the outputs to numpy waits for TensorFlow.
-    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.synchronization())
-    }
-
-    /// Resets the GPU allocator's statistics (`not_applicable` on CPU).
-    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
-    }
-
-    /// The GPU allocator's peak since the reset.
-    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
-    }
-
-    /// Elements and bytes of the model's variables, all and trainable.
-    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
-    }
-
-    /// The deployment artifacts it was given.
-    fn deployment_artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        artifacts_tuple(py, self.inner.artifacts())
-    }
 }
+
+super::python_hooks!(TensorFlowResourceProfileAdapter);

@@ -2,15 +2,14 @@
 //! `python::TorchAdapter`.
 
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 use tally_torch::python::{DeviceResolver, TorchAdapter};
 
-use super::{artifacts_from, artifacts_tuple};
-use crate::profiling::{BaseResourceProfileAdapter, default_answer};
+use super::artifacts_from;
+use crate::profiling::BaseResourceProfileAdapter;
 
 /// Resource hooks for a Torch-backed extractor without forcing model loading
 /// (vertebrae's `TorchResourceProfileAdapter`, measured by tally-torch).
-#[pyclass(extends = BaseResourceProfileAdapter, module = "tally.profiling", name = "TorchResourceProfileAdapter")]
+#[pyclass(extends = BaseResourceProfileAdapter, subclass, module = "tally.profiling", name = "TorchResourceProfileAdapter")]
 pub struct TorchResourceProfileAdapter {
     inner: TorchAdapter,
 }
@@ -50,34 +49,6 @@ impl TorchResourceProfileAdapter {
     fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
         self.inner.extractor().clone_ref(py)
     }
-
-    /// Framework, device and synchronization context of the model.
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ResourceAdapterMetadata", &self.inner.resolve(py)?)
-    }
-
-    /// Synchronizes every CUDA device of the model (and MPS once).
-    fn synchronize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.synchronize_devices(py)?)
-    }
-
-    /// Opens the CUDA allocator window: baselines, then a peak reset.
-    fn reset_peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "AdapterOperationResult", &self.inner.reset(py)?)
-    }
-
-    /// The CUDA allocator's peaks since the reset.
-    fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "DeviceMemoryMeasurement", &self.inner.peak(py)?)
-    }
-
-    /// Parameters and buffers of the model, tied weights counted once.
-    fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        default_answer(py, "ModelFootprintMeasurement", &self.inner.footprint(py)?)
-    }
-
-    /// The artifacts given to the constructor.
-    fn deployment_artifacts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        artifacts_tuple(py, self.inner.artifacts())
-    }
 }
+
+super::python_hooks!(TorchResourceProfileAdapter);
