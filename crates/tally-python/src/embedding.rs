@@ -341,75 +341,59 @@ fn with_footprint<'py>(
     }
 }
 
-/// The profile with the resident and persisted footprint of its raw and
-/// evaluated embeddings (arrays, scipy sparse matrices or metadata dicts)
-/// and the store's warnings; None stays None.
-#[pyfunction]
-#[pyo3(signature = (
-    profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, evaluated_key=None,
-    raw_stat=None, evaluated_stat=None, persisted_storage=Truthy(true)
-))]
-#[pyo3(text_signature = "(profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, \
-                         evaluated_key=None, raw_stat=None, evaluated_stat=None, persisted_storage=True)")]
-#[allow(clippy::too_many_arguments)] // vertebrae's keyword arguments
-pub fn with_embedding_footprint<'py>(
-    profile: &Bound<'py, PyAny>,
-    raw_embeddings: &Bound<'py, PyAny>,
-    evaluated_embeddings: &Bound<'py, PyAny>,
-    store: Option<&Bound<'py, PyAny>>,
-    raw_key: Option<String>,
-    evaluated_key: Option<String>,
-    raw_stat: Option<&Bound<'py, PyAny>>,
-    evaluated_stat: Option<&Bound<'py, PyAny>>,
-    persisted_storage: Truthy,
-) -> PyResult<Bound<'py, PyAny>> {
-    with_footprint(
-        profile,
-        raw_embeddings,
-        evaluated_embeddings,
-        store,
-        raw_key.as_deref(),
-        evaluated_key.as_deref(),
-        raw_stat,
-        evaluated_stat,
-        persisted_storage,
-    )
+/// Defines one of vertebrae's two footprint functions as a `#[pyfunction]`
+/// with the given documentation: both take the same arguments, converted
+/// here once, and run [`with_footprint`], which takes either profile class.
+macro_rules! footprint_function {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[pyfunction]
+        #[pyo3(signature = (
+            profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, evaluated_key=None,
+            raw_stat=None, evaluated_stat=None, persisted_storage=Truthy(true)
+        ))]
+        #[pyo3(text_signature = "(profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, \
+                                 evaluated_key=None, raw_stat=None, evaluated_stat=None, persisted_storage=True)")]
+        #[allow(clippy::too_many_arguments)] // vertebrae's keyword arguments
+        pub fn $name<'py>(
+            profile: &Bound<'py, PyAny>,
+            raw_embeddings: &Bound<'py, PyAny>,
+            evaluated_embeddings: &Bound<'py, PyAny>,
+            store: Option<&Bound<'py, PyAny>>,
+            raw_key: Option<String>,
+            evaluated_key: Option<String>,
+            raw_stat: Option<&Bound<'py, PyAny>>,
+            evaluated_stat: Option<&Bound<'py, PyAny>>,
+            persisted_storage: Truthy,
+        ) -> PyResult<Bound<'py, PyAny>> {
+            with_footprint(
+                profile,
+                raw_embeddings,
+                evaluated_embeddings,
+                store,
+                raw_key.as_deref(),
+                evaluated_key.as_deref(),
+                raw_stat,
+                evaluated_stat,
+                persisted_storage,
+            )
+        }
+    };
 }
 
-/// Update variant storage while retaining distributed inference evidence:
-/// the aggregate with its variant's raw and evaluated embedding footprint
-/// and the store's warnings; None stays None.
-#[pyfunction]
-#[pyo3(signature = (
-    profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, evaluated_key=None,
-    raw_stat=None, evaluated_stat=None, persisted_storage=Truthy(true)
-))]
-#[pyo3(text_signature = "(profile, raw_embeddings, evaluated_embeddings, *, store=None, raw_key=None, \
-                         evaluated_key=None, raw_stat=None, evaluated_stat=None, persisted_storage=True)")]
-#[allow(clippy::too_many_arguments)] // vertebrae's keyword arguments
-pub fn with_distributed_embedding_footprint<'py>(
-    profile: &Bound<'py, PyAny>,
-    raw_embeddings: &Bound<'py, PyAny>,
-    evaluated_embeddings: &Bound<'py, PyAny>,
-    store: Option<&Bound<'py, PyAny>>,
-    raw_key: Option<String>,
-    evaluated_key: Option<String>,
-    raw_stat: Option<&Bound<'py, PyAny>>,
-    evaluated_stat: Option<&Bound<'py, PyAny>>,
-    persisted_storage: Truthy,
-) -> PyResult<Bound<'py, PyAny>> {
-    with_footprint(
-        profile,
-        raw_embeddings,
-        evaluated_embeddings,
-        store,
-        raw_key.as_deref(),
-        evaluated_key.as_deref(),
-        raw_stat,
-        evaluated_stat,
-        persisted_storage,
-    )
-}
+footprint_function!(
+    /// The profile with the resident and persisted footprint of its raw and
+    /// evaluated embeddings (arrays, scipy sparse matrices or metadata dicts)
+    /// and the store's warnings; None stays None.
+    with_embedding_footprint
+);
+
+footprint_function!(
+    /// Update variant storage while retaining distributed inference evidence:
+    /// the aggregate with its variant's raw and evaluated embedding footprint
+    /// and the store's warnings; None stays None.
+    with_distributed_embedding_footprint
+);
 
 /// One `(shard_key, profile)` pair, unpacked as Python unpacks it.
 fn worker_of(item: &Bound<'_, PyAny>) -> PyResult<(String, ResourceProfile)> {
