@@ -44,17 +44,12 @@ from stormlog.infer.correlation_accounting import (
 from stormlog.infer.correlation_codec import CorrelationRecordDecoder
 from stormlog.infer.correlation_events import EntityRef
 
-SHARE_RULES = {
-    "estimated duration_ns must be non-negative": "negative-duration",
-    "request share needs a model name": "missing-model",
-    "no measured GPU budget for iteration and device clock": "no-budget",
-    "unattributed_ns must be non-negative": "negative-remainder",
-    "estimated request is not a member of the iteration": "not-member",
-    "duplicate request share": "duplicate-share",
-    "generic and attempt-specific request shares overlap": "generic-and-attempt",
-    "request shares must use one estimation model": "several-models",
-    "estimated shares and remainder must equal the measured budget": "sum-mismatch",
-}
+# corpus_schema (the corpus's accounting object and share-rule names, shared
+# with the other scripts and the tally.accounting tests) lives in python/, one
+# folder up, which is not on sys.path when this script runs as a file.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from corpus_schema import SHARE_RULES, account_json  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -91,55 +86,7 @@ def load(paths: list[str]) -> list:
 
 
 # --------------------------------------------------------------------------
-# Answers, in the corpus's schema (python/fixtures/make_accounting_fixtures.py)
-
-
-def ref_json(entity: EntityRef) -> dict:
-    return {"producer_id": entity.producer_id, "id": entity.id}
-
-
-def clock_key(clock: DeviceClock) -> tuple[str, str, str]:
-    return clock.device_uuid, clock.clock_domain, clock.clock_kind
-
-
-def gpu_rows(table: dict) -> list[dict]:
-    return [
-        {
-            "device_uuid": clock.device_uuid,
-            "clock_domain": clock.clock_domain,
-            "clock_kind": clock.clock_kind,
-            "summed_activity_ns": time.summed_activity_ns,
-            "busy_ns": time.busy_ns,
-            "activity_count": time.activity_count,
-        }
-        for clock, time in sorted(table.items(), key=lambda item: clock_key(item[0]))
-    ]
-
-
-def account_json(graph, accounting) -> dict:
-    return {
-        "run_id": accounting.run_id,
-        "counts": {
-            "requests": len(graph.requests),
-            "iterations": len(graph.iterations),
-            "stages": len(graph.stages),
-            "memberships": len(graph.memberships),
-            "activities": len(graph.activities),
-            "alignments": len(graph.alignments),
-        },
-        "device_totals": gpu_rows(accounting.device_totals),
-        "iterations": [
-            {"iteration_ref": ref_json(iteration), "elapsed_ns": timing.elapsed_ns, "gpu": gpu_rows(timing.gpu)}
-            for iteration, timing in sorted(
-                accounting.iterations.items(), key=lambda item: (item[0].producer_id, item[0].id)
-            )
-        ],
-        "unattributed_activity_refs": [ref_json(item) for item in accounting.unattributed_activity_refs],
-        "unmeasured_gpu_activity_refs": [ref_json(item) for item in accounting.unmeasured_gpu_activity_refs],
-        "unresolved": [
-            {"event_id": item.event_id, "kind": item.kind, "ref": ref_json(item.ref)} for item in graph.unresolved
-        ],
-    }
+# Answers, in the corpus's schema (python/corpus_schema.py)
 
 
 def resolve(paths: list[str]):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -28,6 +29,12 @@ import tally.accounting as tally_accounting
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFORMANCE = ROOT / "tests" / "conformance"
+
+# python/corpus_schema.py writes the corpus's accounting object for the
+# scripts that made and check the corpus; it is not a package, so its folder
+# goes on sys.path (last, so that it shadows nothing).
+sys.path.append(str(ROOT / "python"))
+import corpus_schema  # noqa: E402
 
 
 class Side:
@@ -131,44 +138,9 @@ def accounting(value: Any) -> dict[str, Any]:
 
 def corpus_accounting(graph_value: Any, accounting_value: Any) -> dict[str, Any]:
     """The conformance corpus's accounting object (tests/conformance/README.md)
-    from one library's graph and accounting."""
-
-    def rows(table: dict) -> list[dict]:
-        return [
-            {
-                "device_uuid": c.device_uuid,
-                "clock_domain": c.clock_domain,
-                "clock_kind": c.clock_kind,
-                "summed_activity_ns": t.summed_activity_ns,
-                "busy_ns": t.busy_ns,
-                "activity_count": t.activity_count,
-            }
-            for c, t in sorted(table.items(), key=lambda item: clock(item[0]))
-        ]
-
-    def ref_json(value: Any) -> dict:
-        return {"producer_id": value.producer_id, "id": value.id}
-
-    counts = getattr(graph_value, "counts", None)
-    if counts is None:
-        counts = {
-            name: len(getattr(graph_value, name))
-            for name in ("requests", "iterations", "stages", "memberships", "activities", "alignments")
-        }
-    return {
-        "run_id": accounting_value.run_id,
-        "counts": dict(counts),
-        "device_totals": rows(accounting_value.device_totals),
-        "iterations": [
-            {"iteration_ref": ref_json(key), "elapsed_ns": timing.elapsed_ns, "gpu": rows(timing.gpu)}
-            for key, timing in sorted(accounting_value.iterations.items(), key=lambda item: ref(item[0]))
-        ],
-        "unattributed_activity_refs": [ref_json(item) for item in accounting_value.unattributed_activity_refs],
-        "unmeasured_gpu_activity_refs": [ref_json(item) for item in accounting_value.unmeasured_gpu_activity_refs],
-        "unresolved": [
-            {"event_id": item.event_id, "kind": item.kind, "ref": ref_json(item.ref)} for item in graph_value.unresolved
-        ],
-    }
+    from one library's graph and accounting: python/corpus_schema.py's, the
+    one the corpus was written with."""
+    return corpus_schema.account_json(graph_value, accounting_value)
 
 
 # --------------------------------------------------------------------------
