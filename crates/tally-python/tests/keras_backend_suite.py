@@ -21,15 +21,7 @@ keras = pytest.importorskip("keras", reason="keras is not installed in the venv 
 import tally.profiling as tp  # noqa: E402
 import vertebrae.profiling as vp  # noqa: E402
 from vertebrae.config import ResourceProfilingConfig as VertebraeConfig  # noqa: E402
-
-HOOKS = (
-    "metadata",
-    "synchronize",
-    "reset_peak_device_memory",
-    "peak_device_memory",
-    "model_footprint",
-    "deployment_artifacts",
-)
+from vertebrae_parity import HOOKS, answer, assert_profiles_agree  # noqa: E402
 
 
 def test_keras_runs_on_the_backend_asked_for():
@@ -118,16 +110,6 @@ EXTRACTORS = {
 DEVICES = (None, "cpu", "CPU:0", "/device:CPU:0", "GPU:0", "cuda:0")
 
 
-def answer(adapter, hook):
-    try:
-        value = getattr(adapter, hook)()
-    except Exception as error:  # the same exception class and message
-        return ("error", type(error).__name__, str(error))
-    if hook == "deployment_artifacts":
-        return ("ok", [dataclasses.asdict(item) for item in value])
-    return ("ok", type(value).__name__, dataclasses.asdict(value))
-
-
 CASES = [(model, extractor, device) for model in MODELS for extractor in EXTRACTORS for device in DEVICES]
 
 
@@ -209,35 +191,12 @@ def profile(module, config, model_name, device):
     return dataclasses.asdict(profiler.finish())
 
 
-TIMINGS = {
-    "first_call_seconds",
-    "warm_mean_seconds",
-    "warm_median_seconds",
-    "warm_p95_seconds",
-    "warm_max_seconds",
-    "warm_mean_seconds_per_sample",
-    "total_materialized_seconds",
-    "throughput_samples_per_second",
-}
-
-
 @pytest.mark.parametrize("model_name", ["dense", "normalized"])
 @pytest.mark.parametrize("device", [None, "cpu"])
 def test_profiles_with_the_keras_adapter_agree_with_vertebraes(model_name, device):
     ours = profile(tp, tp.ResourceProfilingConfig(enabled=True), model_name, device)
     theirs = profile(vp, VertebraeConfig(enabled=True), model_name, device)
-    assert ours["status"] == theirs["status"] == "measured"
-    for key in ("device_memory", "model", "warnings"):
-        assert ours[key] == theirs[key], key
-    assert {k: v for k, v in ours["inference"].items() if k not in TIMINGS} == {
-        k: v for k, v in theirs["inference"].items() if k not in TIMINGS
-    }
-    for key in TIMINGS:
-        assert (ours["inference"][key] is None) == (theirs["inference"][key] is None), key
-    context = lambda values: {k: v for k, v in values.items() if k not in {"resource_adapter", "host_memory_method"}}
-    assert context(ours["context"]) == context(theirs["context"])
-    assert ours["context"]["resource_adapter"] == "tally.profiling.KerasResourceProfileAdapter"
-    assert ours["host_memory"]["status"] == theirs["host_memory"]["status"] == "measured"
+    assert_profiles_agree(ours, theirs, "KerasResourceProfileAdapter", host_status="measured")
 
 
 @pytest.mark.gpu

@@ -22,15 +22,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 import tally.profiling as tp  # noqa: E402
 import vertebrae.profiling as vp  # noqa: E402
 from vertebrae.config import ResourceProfilingConfig as VertebraeConfig  # noqa: E402
-
-HOOKS = (
-    "metadata",
-    "synchronize",
-    "reset_peak_device_memory",
-    "peak_device_memory",
-    "model_footprint",
-    "deployment_artifacts",
-)
+from vertebrae_parity import HOOKS, answer, answer_to, assert_profiles_agree  # noqa: E402
 
 
 def write_model(path, *, external):
@@ -155,25 +147,13 @@ EXTRACTORS = [
 ]
 
 
-def answer(call):
-    """A hook's answer as comparable data: the dataclass (or tuple of
-    them) as dicts, or the exception's class and message."""
-    try:
-        value = call()
-    except Exception as error:
-        return ("error", type(error).__name__, str(error))
-    if isinstance(value, tuple):
-        return ("ok", [type(item).__name__ for item in value], [dataclasses.asdict(item) for item in value])
-    return ("ok", type(value).__name__, dataclasses.asdict(value))
-
-
 @pytest.mark.parametrize("name", EXTRACTORS)
 def test_every_hook_answers_as_vertebraes(models, sessions, name):
     # Fresh extractors per library: a generator of providers is read once.
     ours = tp.ONNXResourceProfileAdapter(extractors(models, sessions)[name])
     theirs = vp.ONNXResourceProfileAdapter(extractors(models, sessions)[name])
     for hook in HOOKS:
-        assert answer(getattr(ours, hook)) == answer(getattr(theirs, hook)), hook
+        assert answer(ours, hook) == answer(theirs, hook), hook
 
 
 def test_the_answers_are_the_ones_vertebrae_documents(models, sessions):
@@ -209,13 +189,13 @@ def test_external_artifacts_follow_the_model_as_external_weights(models, session
     for external in cases:
         ours = tp.ONNXResourceProfileAdapter(Live(path, sessions["split"]), external(tp))
         theirs = vp.ONNXResourceProfileAdapter(Live(path, sessions["split"]), external(vp))
-        assert answer(ours.deployment_artifacts) == answer(theirs.deployment_artifacts)
+        assert answer(ours, "deployment_artifacts") == answer(theirs, "deployment_artifacts")
     declared = tp.ONNXResourceProfileAdapter(Live(path, sessions["split"]), [data]).deployment_artifacts()
     assert [(item.path, item.role) for item in declared] == [(str(path), "checkpoint"), (str(data), "external_weights")]
     for bad in ([""], 7):
-        expected = answer(lambda: vp.ONNXResourceProfileAdapter(Bare(path), bad))
+        expected = answer_to(lambda: vp.ONNXResourceProfileAdapter(Bare(path), bad))
         assert expected[0] == "error"
-        assert answer(lambda: tp.ONNXResourceProfileAdapter(Bare(path), bad)) == expected
+        assert answer_to(lambda: tp.ONNXResourceProfileAdapter(Bare(path), bad)) == expected
 
 
 def test_a_provider_that_is_not_a_name_is_refused():
@@ -256,20 +236,6 @@ def profile(module, config, extractor_class, *arguments):
     return dataclasses.asdict(profiler.finish())
 
 
-# Keys that legitimately differ (docs/PARITY.md): timings, host memory
-# figures and method, and the adapter's module in `resource_adapter`.
-TIMINGS = {
-    "first_call_seconds",
-    "warm_mean_seconds",
-    "warm_median_seconds",
-    "warm_p95_seconds",
-    "warm_max_seconds",
-    "warm_mean_seconds_per_sample",
-    "total_materialized_seconds",
-    "throughput_samples_per_second",
-}
-
-
 @pytest.mark.parametrize("case", ["inline", "split", "configured", "bare"])
 def test_profiles_with_the_onnx_adapter_agree_with_vertebraes(models, sessions, case):
     path, data = models["split" if case == "split" else "inline"]
@@ -281,17 +247,7 @@ def test_profiles_with_the_onnx_adapter_agree_with_vertebraes(models, sessions, 
     }[case]
     ours = profile(tp, tp.ResourceProfilingConfig(enabled=True), *arguments)
     theirs = profile(vp, VertebraeConfig(enabled=True), *arguments)
-    assert ours["status"] == theirs["status"] == "measured"
-    for key in ("device_memory", "model", "warnings"):
-        assert ours[key] == theirs[key], key
-    assert {k: v for k, v in ours["inference"].items() if k not in TIMINGS} == {
-        k: v for k, v in theirs["inference"].items() if k not in TIMINGS
-    }
-    context = lambda values: {k: v for k, v in values.items() if k not in {"resource_adapter", "host_memory_method"}}
-    assert context(ours["context"]) == context(theirs["context"])
-    assert ours["context"]["resource_adapter"] == "tally.profiling.ONNXResourceProfileAdapter"
-    assert theirs["context"]["resource_adapter"] == "vertebrae.profiling.ONNXResourceProfileAdapter"
-    assert ours["host_memory"]["status"] == theirs["host_memory"]["status"]
+    assert_profiles_agree(ours, theirs, "ONNXResourceProfileAdapter")
     declared = [path] + ([data] if case == "split" else [])
     assert ours["model"]["checkpoint_bytes"] == sum(item.stat().st_size for item in declared)
     roles = [artifact["role"] for artifact in ours["model"]["artifacts"]]

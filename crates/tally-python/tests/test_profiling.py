@@ -36,26 +36,16 @@ import vertebrae.profiling as V
 import tally.profiling as T
 
 from conftest import outcome
+from vertebrae_parity import TALLY_ONLY_CONTEXT_KEYS, TIMINGS
 
 ROOT = Path(__file__).resolve().parents[3]
 ONNX_FIXTURES = ROOT / "crates" / "tally-onnx" / "tests" / "fixtures"
 
-#: The keys tally adds to a profile's context (a documented difference).
-TALLY_ONLY_CONTEXT_KEYS = {"host_memory_method"}
 HOST_MEMORY_METHODS = {"vmhwm_clear_refs", "vmhwm_at_high_water", "rss_sampler"}
 
-#: Measured values that differ run to run (timing) or by method (host
-#: memory); their presence, type and consistency are checked instead.
-TIMING_FIELDS = {
-    "first_call_seconds",
-    "warm_mean_seconds",
-    "warm_median_seconds",
-    "warm_p95_seconds",
-    "warm_max_seconds",
-    "warm_mean_seconds_per_sample",
-    "total_materialized_seconds",
-    "throughput_samples_per_second",
-}
+#: Host memory figures, measured by another method (the timings that differ
+#: run to run are vertebrae_parity's TIMINGS); their presence, type and
+#: consistency are checked instead, as the timings' are.
 HOST_FIELDS = {"baseline_rss_bytes", "peak_rss_bytes", "peak_increase_bytes", "sample_interval_seconds"}
 
 
@@ -619,7 +609,7 @@ def same_shape(theirs: Any, ours: Any, path: str = "") -> None:
 def without_measured(value: dict) -> dict:
     """A profile dict less what is measured differently on purpose."""
     value = copy.deepcopy(value)
-    for key in TIMING_FIELDS:
+    for key in TIMINGS:
         value["inference"].pop(key)
     for key in HOST_FIELDS:
         value["host_memory"].pop(key)
@@ -631,7 +621,7 @@ def without_measured(value: dict) -> dict:
 def check_timing(value: dict) -> None:
     inference = value["inference"]
     if inference["status"] != "measured":
-        assert all(inference[key] is None for key in TIMING_FIELDS), inference
+        assert all(inference[key] is None for key in TIMINGS), inference
         return
     first, total = inference["first_call_seconds"], inference["total_materialized_seconds"]
     assert first >= 0 and total >= first

@@ -39,17 +39,9 @@ np = pytest.importorskip("numpy")
 import tally.profiling as tp  # noqa: E402
 import vertebrae.profiling as vp  # noqa: E402
 from vertebrae.config import ResourceProfilingConfig as VertebraeConfig  # noqa: E402
+from vertebrae_parity import HOOKS, answer, assert_profiles_agree  # noqa: E402
 
 assert keras.backend.backend() == "tensorflow", "KERAS_BACKEND was read before this module set it"
-
-HOOKS = (
-    "metadata",
-    "synchronize",
-    "reset_peak_device_memory",
-    "peak_device_memory",
-    "model_footprint",
-    "deployment_artifacts",
-)
 
 GPUS = tf.config.list_logical_devices("GPU")
 
@@ -208,22 +200,6 @@ def make(module, model_name, shape, hint, artifacts=(), **extra):
     return module.TensorFlowResourceProfileAdapter(extractor, artifacts, **options)
 
 
-def plain(value):
-    if dataclasses.is_dataclass(value):
-        return dataclasses.asdict(value)
-    if isinstance(value, (tuple, list)):
-        return [plain(item) for item in value]
-    return value
-
-
-def answer(adapter, hook):
-    try:
-        value = getattr(adapter, hook)()
-        return ("ok", type(value).__name__, plain(value))
-    except Exception as error:  # the same exception class and message
-        return ("error", type(error).__name__, str(error))
-
-
 @pytest.mark.parametrize("model,shape,hint", CASES, ids=[f"{m}-{s}-{h!r}" for m, s, h in CASES])
 def test_every_hook_answers_as_vertebraes(model, shape, hint):
     ours, theirs = make(tp, model, shape, hint), make(vp, model, shape, hint)
@@ -298,7 +274,7 @@ def test_artifacts_answer_as_vertebraes(kind, tmp_path):
 def test_vertebraes_artifact_objects_are_accepted_as_tallys():
     artifact = vp.DeploymentArtifact("/tmp/model.keras", role="keras")
     ours = tp.TensorFlowResourceProfileAdapter(ModelExtractor(None), [artifact])
-    assert plain(ours.deployment_artifacts()) == [dataclasses.asdict(artifact)]
+    assert [dataclasses.asdict(item) for item in ours.deployment_artifacts()] == [dataclasses.asdict(artifact)]
 
 
 def test_bad_artifacts_raise_as_vertebraes():
@@ -541,39 +517,13 @@ def profile(module, config, model_name, artifacts):
     return dataclasses.asdict(profiler.finish())
 
 
-# Keys that legitimately differ (docs/PARITY.md): timings, host memory
-# figures and method, and the adapter's module in `resource_adapter`.
-TIMINGS = {
-    "first_call_seconds",
-    "warm_mean_seconds",
-    "warm_median_seconds",
-    "warm_p95_seconds",
-    "warm_max_seconds",
-    "warm_mean_seconds_per_sample",
-    "total_materialized_seconds",
-    "throughput_samples_per_second",
-}
-
-
 @pytest.mark.parametrize("model,artifacts", [("keras", "strings"), ("module", "objects"), ("keras_half", None)])
 def test_profiles_with_the_tensorflow_adapter_agree_with_vertebraes(model, artifacts, tmp_path):
     ours_artifacts = artifact_lists(tp, tmp_path)[artifacts] if artifacts else ()
     theirs_artifacts = artifact_lists(vp, tmp_path)[artifacts] if artifacts else ()
     ours = profile(tp, tp.ResourceProfilingConfig(enabled=True), model, ours_artifacts)
     theirs = profile(vp, VertebraeConfig(enabled=True), model, theirs_artifacts)
-    assert ours["status"] == theirs["status"] == "measured"
-    for key in ("device_memory", "model", "warnings"):
-        assert ours[key] == theirs[key], key
-    inference = lambda values: {k: v for k, v in values.items() if k not in TIMINGS}
-    assert inference(ours["inference"]) == inference(theirs["inference"])
-    for key in TIMINGS:
-        assert (ours["inference"][key] is None) == (theirs["inference"][key] is None), key
-    assert ours["inference"]["warm_max_seconds"] >= ours["inference"]["warm_median_seconds"] > 0
-    context = lambda values: {k: v for k, v in values.items() if k not in {"resource_adapter", "host_memory_method"}}
-    assert context(ours["context"]) == context(theirs["context"])
-    assert ours["context"]["resource_adapter"] == "tally.profiling.TensorFlowResourceProfileAdapter"
-    assert theirs["context"]["resource_adapter"] == "vertebrae.profiling.TensorFlowResourceProfileAdapter"
-    assert ours["host_memory"]["status"] == theirs["host_memory"]["status"]
+    assert_profiles_agree(ours, theirs, "TensorFlowResourceProfileAdapter")
     assert ours["model"]["parameter_status"] == "measured"
     if artifacts:
         assert ours["model"]["checkpoint_bytes"] > 0

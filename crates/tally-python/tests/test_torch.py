@@ -17,15 +17,7 @@ nn = torch.nn
 import tally.profiling as tp  # noqa: E402
 import vertebrae.profiling as vp  # noqa: E402
 from vertebrae.config import ResourceProfilingConfig as VertebraeConfig  # noqa: E402
-
-HOOKS = (
-    "metadata",
-    "synchronize",
-    "reset_peak_device_memory",
-    "peak_device_memory",
-    "model_footprint",
-    "deployment_artifacts",
-)
+from vertebrae_parity import HOOKS, answer, answer_to, assert_profiles_agree  # noqa: E402
 
 
 # Models: parameters and buffers of several dtypes, tied and frozen
@@ -173,18 +165,6 @@ OPTIONS = {
 }
 
 
-def answer(call):
-    """A hook's answer as comparable data: the dataclass (or tuple of
-    them) as dicts, or the exception's class and message."""
-    try:
-        value = call()
-    except Exception as error:
-        return ("error", type(error).__name__, str(error))
-    if isinstance(value, tuple):
-        return ("ok", [type(item).__name__ for item in value], [dataclasses.asdict(item) for item in value])
-    return ("ok", type(value).__name__, dataclasses.asdict(value))
-
-
 @pytest.fixture(scope="module")
 def models():
     torch.manual_seed(0)
@@ -198,7 +178,7 @@ def pair(make_adapter):
 
 def assert_hooks_agree(ours, theirs):
     for hook in HOOKS:
-        assert answer(getattr(ours, hook)) == answer(getattr(theirs, hook)), hook
+        assert answer(ours, hook) == answer(theirs, hook), hook
 
 
 @pytest.mark.parametrize("model", MODELS)
@@ -318,7 +298,7 @@ def test_artifacts_are_normalized_as_vertebrae_normalizes_them(tmp_path):
     ]
     for artifacts in cases:
         ours, theirs = pair(lambda module: module.TorchResourceProfileAdapter(Extractor(None), artifacts(module)))
-        assert answer(ours.deployment_artifacts) == answer(theirs.deployment_artifacts)
+        assert answer(ours, "deployment_artifacts") == answer(theirs, "deployment_artifacts")
     ours = tp.TorchResourceProfileAdapter(Extractor(None), [checkpoint])
     assert [type(item) for item in ours.deployment_artifacts()] == [tp.DeploymentArtifact]
     # tally takes vertebrae's artifacts as its own (the profiler does too).
@@ -326,9 +306,9 @@ def test_artifacts_are_normalized_as_vertebrae_normalizes_them(tmp_path):
     ours = tp.TorchResourceProfileAdapter(Extractor(None), [theirs]).deployment_artifacts()
     assert ours == (tp.DeploymentArtifact(str(checkpoint), role="adapter", recursive=True),)
     for bad in ([""], 3):
-        expected = answer(lambda: vp.TorchResourceProfileAdapter(Extractor(None), bad))
+        expected = answer_to(lambda: vp.TorchResourceProfileAdapter(Extractor(None), bad))
         assert expected[0] == "error"
-        assert answer(lambda: tp.TorchResourceProfileAdapter(Extractor(None), bad)) == expected
+        assert answer_to(lambda: tp.TorchResourceProfileAdapter(Extractor(None), bad)) == expected
 
 
 def test_the_class_takes_vertebraes_arguments(models):
@@ -352,7 +332,7 @@ def test_a_cuda_device_without_a_gpu_fails_as_in_vertebrae():
     extractor = Extractor(None, device="cuda:0")
     ours, theirs = pair(lambda module: module.TorchResourceProfileAdapter(extractor))
     for hook in ("reset_peak_device_memory", "peak_device_memory", "synchronize", "metadata"):
-        assert answer(getattr(ours, hook)) == answer(getattr(theirs, hook)), hook
+        assert answer(ours, hook) == answer(theirs, hook), hook
     assert ours.metadata().synchronization_method == "torch.cuda.synchronize"
 
 
@@ -392,7 +372,7 @@ def test_a_changed_cuda_device_closes_the_window():
     holder.model = None
     holder.device = "cuda:0"
     ours, theirs = pair(lambda module: module.TorchResourceProfileAdapter(holder))
-    assert answer(ours.peak_device_memory) == answer(theirs.peak_device_memory)
+    assert answer(ours, "peak_device_memory") == answer(theirs, "peak_device_memory")
     assert ours.peak_device_memory().unavailable_reason.startswith("The active Torch device changed")
 
 
@@ -424,20 +404,6 @@ def profile(module, config, model, artifacts):
     return dataclasses.asdict(profiler.finish())
 
 
-# Keys that legitimately differ (docs/PARITY.md): timings, host memory
-# figures and method, and the adapter's module in `resource_adapter`.
-TIMINGS = {
-    "first_call_seconds",
-    "warm_mean_seconds",
-    "warm_median_seconds",
-    "warm_p95_seconds",
-    "warm_max_seconds",
-    "warm_mean_seconds_per_sample",
-    "total_materialized_seconds",
-    "throughput_samples_per_second",
-}
-
-
 @pytest.mark.parametrize("model", ["mlp", "tied", "buffers", "none", "meta", "split"])
 def test_profiles_with_the_torch_adapter_agree_with_vertebraes(models, model, tmp_path):
     checkpoint = tmp_path / "model.pt"
@@ -446,17 +412,7 @@ def test_profiles_with_the_torch_adapter_agree_with_vertebraes(models, model, tm
     with torch.no_grad():
         ours = profile(tp, tp.ResourceProfilingConfig(enabled=True), models[model], artifacts)
         theirs = profile(vp, VertebraeConfig(enabled=True), models[model], artifacts)
-    assert ours["status"] == theirs["status"] == "measured"
-    for key in ("device_memory", "model", "warnings"):
-        assert ours[key] == theirs[key], key
-    assert {k: v for k, v in ours["inference"].items() if k not in TIMINGS} == {
-        k: v for k, v in theirs["inference"].items() if k not in TIMINGS
-    }
-    context = lambda values: {k: v for k, v in values.items() if k not in {"resource_adapter", "host_memory_method"}}
-    assert context(ours["context"]) == context(theirs["context"])
-    assert ours["context"]["resource_adapter"] == "tally.profiling.TorchResourceProfileAdapter"
-    assert theirs["context"]["resource_adapter"] == "vertebrae.profiling.TorchResourceProfileAdapter"
-    assert ours["host_memory"]["status"] == theirs["host_memory"]["status"]
+    assert_profiles_agree(ours, theirs, "TorchResourceProfileAdapter")
     assert ours["model"]["checkpoint_bytes"] == checkpoint.stat().st_size
 
 
