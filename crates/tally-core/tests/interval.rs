@@ -3,7 +3,7 @@
 //! every user: the accounting and the trace import.
 
 use proptest::prelude::*;
-use tally_core::interval::{Sweep, UnionSweep, merge_intervals, summed_ns, union_ns};
+use tally_core::interval::{LabelCoverage, Sweep, UnionSweep, merge_intervals, summed_ns, union_ns};
 
 /// The instants `items` cover, counted one by one (small axes only).
 fn covered_instants(items: &[(u64, u64)]) -> u64 {
@@ -137,4 +137,54 @@ fn touching_intervals_merge_and_empty_ones_add_nothing() {
     assert_eq!(union_ns(&mut [(5, 5), (7, 7)]), 0);
     assert_eq!(union_ns(&mut []), 0);
     assert_eq!(summed_ns(&[(0, u64::MAX), (0, u64::MAX)]), 2 * u128::from(u64::MAX));
+}
+
+fn labelled_intervals() -> impl Strategy<Value = Vec<(u64, u64, u8)>> {
+    proptest::collection::vec(
+        (0u64..300, prop_oneof![Just(0u64), 0u64..20, 0u64..120], any::<u8>())
+            .prop_map(|(s, l, labels)| (s, s + l, labels)),
+        0..40,
+    )
+}
+
+proptest! {
+    /// Each instant's label set, counted one by one, gives every set's time;
+    /// the order of the intervals does not matter.
+    #[test]
+    fn label_coverage_agrees_with_counting_instants(items in labelled_intervals(), seed in any::<u64>()) {
+        let live: Vec<_> = items.iter().copied().filter(|&(s, e, labels)| e > s && labels != 0).collect();
+        let envelope = live.iter().map(|item| item.0).min().zip(live.iter().map(|item| item.1).max());
+        let mut expected = [0u64; 256];
+        if let Some((first, last)) = envelope {
+            for t in first..last {
+                let set = live.iter().filter(|&&(s, e, _)| s <= t && t < e).fold(0u8, |set, item| set | item.2);
+                expected[usize::from(set)] += 1;
+            }
+        }
+        let mut shuffled = items.clone();
+        let mut state = seed | 1;
+        for index in (1..shuffled.len()).rev() {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            shuffled.swap(index, (state % (index as u64 + 1)) as usize);
+        }
+        for order in [items.clone(), shuffled] {
+            let coverage = LabelCoverage::of(order);
+            for (set, &time) in expected.iter().enumerate() {
+                prop_assert_eq!(coverage.exactly(set as u8), time, "set {:#010b}", set);
+            }
+            prop_assert_eq!(coverage.envelope(), envelope);
+            // The union of all labels is the plain union of the intervals.
+            let plain: Vec<(u64, u64)> = live.iter().map(|&(s, e, _)| (s, e)).collect();
+            prop_assert_eq!(u128::from(coverage.any(0xff)), u128::from(covered_instants(&plain)));
+            for label in 0..8 {
+                let bit = 1u8 << label;
+                for other in 0..8 {
+                    let both = bit | (1u8 << other);
+                    prop_assert!(coverage.all(both) <= coverage.any(bit));
+                }
+            }
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! What accounting and reports read of a resolved run, whether it borrows
 //! its events ([`CorrelationGraph`]) or kept none ([`crate::StreamedRun`]).
 
-use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef};
+use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef, Metadata};
 
 use crate::{CorrelationGraph, TableCounts, UnresolvedReference};
 
@@ -36,6 +36,48 @@ pub struct ActivityFacts<'g> {
     /// The position of its iteration among [`ResolvedEvidence::iteration_facts`],
     /// when it names a known one.
     pub iteration: Option<usize>,
+    /// What it is, as written in `activity_kind` (`gpu_kernel`,
+    /// `gpu_memcpy`, `cuda_runtime`, ...).
+    pub kind: &'g str,
+    /// Its name, as [`activity_name`] reads it from the metadata.
+    pub name: Option<&'g str>,
+    /// The clock domain and kind of its context, device or not.
+    pub clock: (&'g str, ClockKind),
+    /// Its CUDA (CUPTI) correlation ID: a launch call and the work it
+    /// launched share it within one `correlation_scope`.
+    pub cuda_correlation_id: Option<u64>,
+    /// The scope its correlation IDs are unique in.
+    pub correlation_scope: Option<&'g EntityRef>,
+}
+
+/// One clock alignment: `to = from + offset_ns`, within `uncertainty_ns`,
+/// for `from` timestamps in `[valid_from_ns, valid_to_ns)` (open where
+/// absent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AlignmentFacts<'g> {
+    /// The clock timestamps are translated from.
+    pub from_clock_domain: &'g str,
+    /// The clock they are translated to.
+    pub to_clock_domain: &'g str,
+    /// Added to a `from` timestamp.
+    pub offset_ns: i64,
+    /// Half-width of the interval the true offset lies in.
+    pub uncertainty_ns: u64,
+    /// First `from` timestamp it holds for, inclusive.
+    pub valid_from_ns: Option<u64>,
+    /// End of its validity, exclusive.
+    pub valid_to_ns: Option<u64>,
+}
+
+/// An activity's name from its metadata: `name` (stormlog's runtime calls
+/// and native producers), else `first_name` (the first GPU event of an
+/// imported launch record, which with one record per kernel is the
+/// kernel's own name); `None` when neither is a non-empty string. The one
+/// rule both resolvers use.
+pub fn activity_name(metadata: &Metadata) -> Option<&str> {
+    ["name", "first_name"]
+        .into_iter()
+        .find_map(|key| metadata.get(key).and_then(|value| value.as_str()).filter(|name| !name.is_empty()))
 }
 
 /// One membership.
@@ -69,6 +111,9 @@ pub trait ResolvedEvidence {
 
     /// References to unknown entities, in stormlog's order.
     fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_;
+
+    /// The distinct clock alignments, in table order.
+    fn alignment_facts(&self) -> impl Iterator<Item = AlignmentFacts<'_>> + '_;
 }
 
 impl ResolvedEvidence for CorrelationGraph<'_> {
@@ -103,6 +148,11 @@ impl ResolvedEvidence for CorrelationGraph<'_> {
                 busy: activity.event.busy_intervals(),
                 stream_id: activity.body.stream_id,
                 iteration: self.activity_iteration(index),
+                kind: activity.body.activity_kind.as_str(),
+                name: activity_name(activity.event.metadata()),
+                clock: (context.clock_domain.as_str(), context.clock_kind),
+                cuda_correlation_id: activity.body.cuda_correlation_id,
+                correlation_scope: activity.body.correlation_scope.as_ref(),
             }
         })
     }
@@ -117,5 +167,16 @@ impl ResolvedEvidence for CorrelationGraph<'_> {
 
     fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_ {
         self.unresolved().iter().copied()
+    }
+
+    fn alignment_facts(&self) -> impl Iterator<Item = AlignmentFacts<'_>> + '_ {
+        self.alignments().iter().map(|alignment| AlignmentFacts {
+            from_clock_domain: alignment.body.from_clock_domain.as_str(),
+            to_clock_domain: alignment.body.to_clock_domain.as_str(),
+            offset_ns: alignment.body.offset_ns,
+            uncertainty_ns: alignment.body.uncertainty_ns,
+            valid_from_ns: alignment.body.validity.start_ns(),
+            valid_to_ns: alignment.body.validity.end_ns(),
+        })
     }
 }

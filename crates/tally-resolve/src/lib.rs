@@ -71,7 +71,9 @@ mod streaming;
 use tally_core::{CorrelationEvent, EntityRef, InferenceRecord};
 
 pub use borrowing::{CorrelationGraph, RequestKey, resolve_inference_events};
-pub use evidence::{ActivityFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
+pub use evidence::{
+    ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
+};
 pub use hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
 pub use streaming::{StreamedRun, StreamingResolver, resolve_streaming};
 

@@ -20,7 +20,9 @@ use tally_core::{
     Interval,
 };
 
-use crate::evidence::{ActivityFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
+use crate::evidence::{
+    ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
+};
 use crate::fingerprint::{Fingerprint, content_fingerprint, context_fingerprint};
 use crate::{AsCorrelationEvent, FastHashMap, ReferenceKind, ResolveError, TableCounts, UnresolvedReference};
 
@@ -178,6 +180,26 @@ impl Arena {
     }
 }
 
+/// Distinct strings (activity kinds and names, clock domains), each stored
+/// once and named by its number.
+#[derive(Debug, Default)]
+struct Names {
+    numbers: FastHashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Names {
+    fn number(&mut self, name: &str) -> u32 {
+        if let Some(&number) = self.numbers.get(name) {
+            return number;
+        }
+        let number = self.names.len() as u32;
+        self.names.push(name.into());
+        self.numbers.insert(name.into(), number);
+        number
+    }
+}
+
 /// Distinct entity references, each stored once and named by a slot.
 #[derive(Debug, Default)]
 struct Refs {
@@ -257,9 +279,19 @@ struct ActivityRow {
     /// Index in `kept_refs`, for activities a report lists by reference.
     reference: u32,
     device: u32,
+    /// `activity_kind`, its name and its context's clock domain, in `names`.
+    kind: u32,
+    name: u32,
+    clock_domain: u32,
+    /// Correlation scope slot.
+    scope: u32,
+    /// Meaningful when `has_correlation`.
+    correlation: u64,
     domain: ActivityDomain,
+    clock_kind: ClockKind,
     complete: bool,
     has_stream: bool,
+    has_correlation: bool,
 }
 
 /// What is worth knowing once about a shared context.
@@ -270,6 +302,8 @@ struct ContextInfo {
     same_run: bool,
     device: u32,
     monotonic: bool,
+    clock_domain: u32,
+    clock_kind: ClockKind,
 }
 
 /// Resolves a stream of records one at a time, keeping no event.
@@ -311,7 +345,9 @@ pub struct StreamingResolver {
     iteration_refs: Refs,
     stage_refs: Refs,
     roles: FastHashMap<String, u32>,
-    domains: FastHashMap<String, u32>,
+    /// Activity kinds and names and clock domains.
+    names: Names,
+    scopes: Refs,
     event_ids: Arena,
     requests: FastHashMap<(u32, u32), u32>,
     request_rows: Vec<Held>,
@@ -326,7 +362,7 @@ pub struct StreamingResolver {
     activities: KeyIndex,
     activity_rows: Chunked<ActivityRow>,
     alignments: FastHashMap<AlignmentSlots, u32>,
-    alignment_rows: Vec<Held>,
+    alignment_rows: Vec<(Held, AlignmentSlots)>,
     intervals: Vec<Interval>,
     kept_refs: Vec<EntityRef>,
     last_iteration: Option<(Arc<EntityRef>, u32)>,
@@ -449,6 +485,8 @@ impl StreamingResolver {
             same_run: self.run.as_ref().is_some_and(|(run, _)| **run == *context.run_id.as_str()),
             device,
             monotonic: context.clock_kind == ClockKind::Monotonic,
+            clock_domain: self.names.number(&context.clock_domain),
+            clock_kind: context.clock_kind,
         }
     }
 
@@ -577,8 +615,8 @@ impl StreamingResolver {
                 }
             }
             EventBody::ClockAlignment(body) => {
-                let from = intern(&mut self.domains, &body.from_clock_domain);
-                let to = intern(&mut self.domains, &body.to_clock_domain);
+                let from = self.names.number(&body.from_clock_domain);
+                let to = self.names.number(&body.to_clock_domain);
                 let key = (
                     info.namespace,
                     from,
@@ -592,12 +630,12 @@ impl StreamingResolver {
                 match self.alignments.entry(key) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.alignment_rows[row], new, event, &mut self.event_ids)
+                        keep_smallest(&mut self.alignment_rows[row].0, new, event, &mut self.event_ids)
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
                         let held = self.held(record, event, fingerprint);
-                        self.alignment_rows.push(held);
+                        self.alignment_rows.push((held, key));
                         Ok(())
                     }
                 }
@@ -647,8 +685,15 @@ impl StreamingResolver {
             listed_len,
             reference,
             device: info.device,
+            kind: self.names.number(&body.activity_kind),
+            name: activity_name(event.metadata()).map_or(NONE, |name| self.names.number(name)),
+            clock_domain: info.clock_domain,
+            scope: body.correlation_scope.as_ref().map_or(NONE, |scope| self.scopes.slot(scope)),
+            correlation: body.cuda_correlation_id.unwrap_or(0),
             domain: body.activity_domain,
+            clock_kind: info.clock_kind,
             complete,
+            has_correlation: body.cuda_correlation_id.is_some(),
         }
     }
 
@@ -739,6 +784,9 @@ impl StreamingResolver {
             intervals: self.intervals,
             kept_refs: self.kept_refs,
             missing,
+            names: self.names.names,
+            scopes: self.scopes.refs,
+            alignments: self.alignment_rows.into_iter().map(|(_, key)| key).collect(),
         })
     }
 }
@@ -802,6 +850,9 @@ pub struct StreamedRun {
     intervals: Vec<Interval>,
     kept_refs: Vec<EntityRef>,
     missing: Vec<Missing>,
+    names: Vec<Box<str>>,
+    scopes: Vec<Arc<EntityRef>>,
+    alignments: Vec<AlignmentSlots>,
 }
 
 impl ResolvedEvidence for StreamedRun {
@@ -846,6 +897,11 @@ impl ResolvedEvidence for StreamedRun {
                 busy,
                 stream_id: row.has_stream.then_some(row.stream_id),
                 iteration,
+                kind: &self.names[row.kind as usize],
+                name: (row.name != NONE).then(|| &*self.names[row.name as usize]),
+                clock: (&self.names[row.clock_domain as usize], row.clock_kind),
+                cuda_correlation_id: row.has_correlation.then_some(row.correlation),
+                correlation_scope: (row.scope != NONE).then(|| &*self.scopes[row.scope as usize]),
             }
         })
     }
@@ -855,6 +911,19 @@ impl ResolvedEvidence for StreamedRun {
             request_ref: &self.request_refs[row.request as usize],
             attempt_ref: (row.attempt != NONE).then(|| &*self.attempt_refs[row.attempt as usize]),
             iteration_ref: &self.iteration_refs[row.iteration as usize],
+        })
+    }
+
+    fn alignment_facts(&self) -> impl Iterator<Item = AlignmentFacts<'_>> + '_ {
+        self.alignments.iter().map(|&(_, from, to, offset_ns, uncertainty_ns, valid_from_ns, valid_to_ns)| {
+            AlignmentFacts {
+                from_clock_domain: &self.names[from as usize],
+                to_clock_domain: &self.names[to as usize],
+                offset_ns,
+                uncertainty_ns,
+                valid_from_ns,
+                valid_to_ns,
+            }
         })
     }
 
