@@ -50,6 +50,9 @@
 //! Iteration rows and device totals come as sorted lists instead of dicts.
 
 mod account;
+pub mod breakdown;
+pub mod category;
+pub mod diff;
 mod model;
 mod report;
 mod shares;

@@ -1,0 +1,884 @@
+//! The overlap breakdown of GPU time (issue 17): per device clock, which
+//! work overlapped which, which kernels took the time, why the device sat
+//! idle, and how long launches waited; the object `tally breakdown --format
+//! json` prints.
+//!
+//! Every figure is integer nanoseconds read from one
+//! [`LabelCoverage`] per device clock (and per stream and per iteration):
+//! each busy interval is labelled with its [category](crate::category), the
+//! coverage measures the time of each label set, and a busy time, an
+//! intersection or an exposed time is a sum over sets. So, by construction
+//! rather than by care: every intersection is at most both operands, the
+//! union of the categories' busy times is the device's busy time, and
+//! exposed plus overlapped communication is communication's busy time. The
+//! figures depend on the resolved evidence only, so they are the same for
+//! any order and any repetition of the records.
+//!
+//! # What is measured
+//!
+//! The same activities as [`crate::account_gpu_time`]: GPU activities whose
+//! context names a device and a monotonic or device clock, with both ends;
+//! busy in `[start, end)` or in their `metadata.intervals`. `busy_ns` here
+//! is the accounting's `busy_ns`, and `summed_ns` its
+//! `summed_activity_ns`.
+//!
+//! - **Categories**: `busy_ns` (union), `summed_ns`, `count` per category;
+//!   memory also per [`MemoryKind`].
+//! - **Overlaps**: `communication&compute` (communication hidden behind
+//!   compute), `memory&compute`, `communication&memory`;
+//!   `exposed_communication_ns` is communication with no compute running,
+//!   `exposed_memory_ns` likewise.
+//! - **Kernels**: per name (the activity's name, else its kind) and
+//!   category: count, summed, busy (the union of that kernel's intervals),
+//!   share of the device's busy time, and min, median (the lower middle
+//!   value) and max of its activities' durations (an activity's duration is
+//!   its summed busy time), sorted by summed time, longest first.
+//! - **Idle time** inside the busy envelope (first start to last end), each
+//!   idle instant given the first cause that holds: `launch_queued_ns` (a
+//!   launch call linked to work on this device had started and the work had
+//!   not: launch latency or queueing), `sync_wait_ns` (a synchronisation
+//!   call, [`crate::category::is_synchronization`], of a process that
+//!   launched work here was running), `unknown_ns` (the work that ends the
+//!   gap has no linked launch, so the host's part cannot be told), and
+//!   `host_bound_ns` (nothing launched: the host had not issued the next
+//!   work yet).
+//! - **Launch latency**: runtime call start to the start of the work it
+//!   launched, for GPU activities whose `cuda_correlation_id` and
+//!   `correlation_scope` match a runtime activity's (the earliest such call
+//!   when several match). The call's timestamp is put on the device's clock
+//!   domain by a direct clock alignment (the one of least uncertainty that
+//!   covers it; the uncertainty is reported) or used as is on the same
+//!   domain; without one the work counts as unlinked.
+//!   Percentiles are nearest-rank.
+//!
+//! Per stream (activities with a `stream_id`) and, when asked, per
+//! iteration (activities linked to a known one), the same category and
+//! overlap figures.
+//!
+//! # Beside HTA
+//!
+//! Holistic Trace Analysis answers some of these questions on Kineto traces;
+//! its figures differ from these where its definitions do (the tests on the
+//! real traces in `crates/tally-trace/tests/fixtures/kineto` check each
+//! point):
+//!
+//! - **Float rounding.** HTA reads timestamps as float64 microseconds and
+//!   rounds fractional ones inward (start up, end down) to whole
+//!   microseconds, so its busy times are smaller wherever the trace writes
+//!   fractions; sums past 2^53 µs lose more (`hta_run_time_us` of the
+//!   `ns-resolution` trace is 1.8e19). tally keeps the decimal text exactly,
+//!   in nanoseconds.
+//! - **Step filtering.** `get_temporal_breakdown` and
+//!   `get_comm_comp_overlap` keep only GPU work of some ProfilerSteps (by
+//!   default all but the first and last... per HTA version) and measure from
+//!   the first to the last kernel of what is kept; tally measures the whole
+//!   trace, or each iteration with `--by iteration`.
+//! - **Category rules.** HTA calls a kernel communication when its name
+//!   contains `nccl` anywhere and memory when it contains `memcpy` or
+//!   `memset`, and counts every event on a GPU stream (`cuda_sync` events
+//!   included) as a kernel, so synchronisation waits read as compute; tally
+//!   reads the activity kind first (see [`crate::category`]), and imports no
+//!   `cuda_sync` events as work.
+//! - **Overlap ratio.** HTA's `comp_comm_overlap_pctg` is the share of
+//!   communication time overlapped by compute, per step; here that is
+//!   `overlap_ns["communication&compute"] / categories.communication.busy_ns`
+//!   over the whole run (or per iteration).
+
+use serde::{Deserialize, Serialize};
+use tally_core::interval::{LabelCoverage, UnionSweep, merge_intervals, sort_by_start};
+use tally_core::{ActivityDomain, ClockKind, EntityRef};
+use tally_resolve::{AlignmentFacts, FastHashMap, FastHashSet, ResolvedEvidence};
+
+use crate::DeviceClock;
+use crate::category::{Category, CategoryRules, Classified, MemoryKind, is_synchronization};
+
+/// What a breakdown measures beyond the default.
+#[derive(Debug, Clone, Default)]
+pub struct BreakdownOptions {
+    /// The category rule, with the user's patterns.
+    pub rules: CategoryRules,
+    /// Add a row per iteration to each device.
+    pub by_iteration: bool,
+}
+
+/// One category's figures.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CategoryTime {
+    /// The union of its intervals.
+    pub busy_ns: u64,
+    /// The sum of their lengths.
+    pub summed_ns: u128,
+    /// How many activities.
+    pub count: u64,
+}
+
+/// Per category, keyed `compute`, `communication`, `memory`, `other`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Categories {
+    /// Kernels that are neither communication nor memory.
+    pub compute: CategoryTime,
+    /// Collectives.
+    pub communication: CategoryTime,
+    /// Copies and sets.
+    pub memory: CategoryTime,
+    /// Everything else.
+    pub other: CategoryTime,
+}
+
+impl Categories {
+    /// One category's figures.
+    pub fn get(&self, category: Category) -> &CategoryTime {
+        match category {
+            Category::Compute => &self.compute,
+            Category::Communication => &self.communication,
+            Category::Memory => &self.memory,
+            Category::Other => &self.other,
+        }
+    }
+
+    fn get_mut(&mut self, category: Category) -> &mut CategoryTime {
+        match category {
+            Category::Compute => &mut self.compute,
+            Category::Communication => &mut self.communication,
+            Category::Memory => &mut self.memory,
+            Category::Other => &mut self.other,
+        }
+    }
+}
+
+/// Pairwise intersections of category busy time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overlaps {
+    /// Communication while compute ran: overlapped communication.
+    #[serde(rename = "communication&compute")]
+    pub communication_compute: u64,
+    /// Memory activity while compute ran.
+    #[serde(rename = "memory&compute")]
+    pub memory_compute: u64,
+    /// Communication while memory activity ran.
+    #[serde(rename = "communication&memory")]
+    pub communication_memory: u64,
+}
+
+/// Memory time per [`MemoryKind`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryKinds {
+    /// Host to device copies.
+    pub memcpy_htod: CategoryTime,
+    /// Device to host copies.
+    pub memcpy_dtoh: CategoryTime,
+    /// Device to device copies.
+    pub memcpy_dtod: CategoryTime,
+    /// Peer to peer copies.
+    pub memcpy_ptop: CategoryTime,
+    /// Copies of no stated direction.
+    pub memcpy_unspecified: CategoryTime,
+    /// Memsets.
+    pub memset: CategoryTime,
+    /// Memory by a user pattern only.
+    pub other: CategoryTime,
+}
+
+impl MemoryKinds {
+    fn get_mut(&mut self, kind: MemoryKind) -> &mut CategoryTime {
+        match kind {
+            MemoryKind::MemcpyHtoD => &mut self.memcpy_htod,
+            MemoryKind::MemcpyDtoH => &mut self.memcpy_dtoh,
+            MemoryKind::MemcpyDtoD => &mut self.memcpy_dtod,
+            MemoryKind::MemcpyPtoP => &mut self.memcpy_ptop,
+            MemoryKind::MemcpyUnspecified => &mut self.memcpy_unspecified,
+            MemoryKind::Memset => &mut self.memset,
+            MemoryKind::Other => &mut self.other,
+        }
+    }
+}
+
+/// Idle time inside the busy envelope, by cause (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdleBreakdown {
+    /// The envelope's length.
+    pub envelope_ns: u64,
+    /// Its idle time: envelope minus busy.
+    pub idle_ns: u64,
+    /// How many gaps separate busy periods.
+    pub gap_count: u64,
+    /// The longest gap.
+    pub longest_gap_ns: u64,
+    /// Linked work launched, not yet started.
+    pub launch_queued_ns: u64,
+    /// A synchronisation call of a launching process running.
+    pub sync_wait_ns: u64,
+    /// The work ending the gap has no linked launch.
+    pub unknown_ns: u64,
+    /// Nothing launched.
+    pub host_bound_ns: u64,
+}
+
+/// Launch call start to work start, over the linked GPU activities.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LaunchLatency {
+    /// Activities with a linked launch.
+    pub linked: u64,
+    /// Activities without one.
+    pub unlinked: u64,
+    /// Shortest (negative when the clocks' uncertainty puts the call after
+    /// the work's start).
+    pub min_ns: Option<i64>,
+    /// Nearest-rank median.
+    pub median_ns: Option<i64>,
+    /// Nearest-rank 90th percentile.
+    pub p90_ns: Option<i64>,
+    /// Nearest-rank 99th percentile.
+    pub p99_ns: Option<i64>,
+    /// Longest.
+    pub max_ns: Option<i64>,
+    /// The sum.
+    pub summed_ns: i128,
+    /// The largest uncertainty of the clock alignments used (0 on one
+    /// clock domain).
+    pub clock_uncertainty_ns: u64,
+}
+
+/// One kernel (or kind) of one device.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct KernelRow {
+    /// The activity's name, or its kind when it has none.
+    pub name: String,
+    /// Its category.
+    pub category: Category,
+    /// How many activities.
+    pub count: u64,
+    /// Their summed time.
+    pub summed_ns: u128,
+    /// The union of their intervals.
+    pub busy_ns: u64,
+    /// `busy_ns` over the device's busy time: a ratio, so a float.
+    pub share_of_busy: f64,
+    /// Shortest activity.
+    pub min_ns: u64,
+    /// Lower median activity.
+    pub median_ns: u64,
+    /// Longest activity.
+    pub max_ns: u64,
+}
+
+/// Category and overlap figures of one stream.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StreamBreakdown {
+    /// The stream.
+    pub stream_id: u64,
+    /// The union of its intervals.
+    pub busy_ns: u64,
+    /// Their summed length.
+    pub summed_ns: u128,
+    /// Its activities.
+    pub count: u64,
+    /// Per category.
+    pub categories: Categories,
+    /// Pairwise intersections.
+    pub overlap_ns: Overlaps,
+    /// Communication with no compute running.
+    pub exposed_communication_ns: u64,
+    /// Memory activity with no compute running.
+    pub exposed_memory_ns: u64,
+}
+
+/// Category and overlap figures of one iteration on one device clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationBreakdown {
+    /// The iteration.
+    pub iteration_ref: EntityRef,
+    /// The union of its linked activities' intervals.
+    pub busy_ns: u64,
+    /// Their summed length.
+    pub summed_ns: u128,
+    /// Its linked activities.
+    pub count: u64,
+    /// Per category.
+    pub categories: Categories,
+    /// Pairwise intersections.
+    pub overlap_ns: Overlaps,
+    /// Communication with no compute running.
+    pub exposed_communication_ns: u64,
+    /// Memory activity with no compute running.
+    pub exposed_memory_ns: u64,
+}
+
+/// The breakdown of one device clock. Keys are never renamed; more may be
+/// added.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeviceBreakdown {
+    /// The device.
+    pub device_uuid: String,
+    /// The clock domain of its activities.
+    pub clock_domain: String,
+    /// `monotonic` or `device`.
+    pub clock_kind: ClockKind,
+    /// The union of every interval: the accounting's busy time.
+    pub busy_ns: u64,
+    /// Their summed length: the accounting's summed activity time.
+    pub summed_ns: u128,
+    /// The activities measured.
+    pub count: u64,
+    /// Per category.
+    pub categories: Categories,
+    /// Pairwise intersections.
+    pub overlap_ns: Overlaps,
+    /// Communication with no compute running.
+    pub exposed_communication_ns: u64,
+    /// Memory activity with no compute running.
+    pub exposed_memory_ns: u64,
+    /// Memory time per copy direction and set.
+    pub memory: MemoryKinds,
+    /// First start of a busy interval.
+    pub envelope_start_ns: Option<u64>,
+    /// Last end of one.
+    pub envelope_end_ns: Option<u64>,
+    /// Idle time by cause.
+    pub idle: IdleBreakdown,
+    /// Launch latency of the linked activities.
+    pub launch_latency: LaunchLatency,
+    /// Every kernel, by summed time, longest first.
+    pub kernels: Vec<KernelRow>,
+    /// Streams, by stream ID.
+    pub streams: Vec<StreamBreakdown>,
+    /// Iterations, by reference; present when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<Vec<IterationBreakdown>>,
+}
+
+/// The breakdown of one run: the object `tally breakdown --format json`
+/// prints.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Breakdown {
+    /// The run; `None` when there was no correlation event.
+    pub run_id: Option<String>,
+    /// The user's category patterns, `CATEGORY=GLOB`, in order.
+    pub category_patterns: Vec<String>,
+    /// One entry per device clock, sorted by clock.
+    pub devices: Vec<DeviceBreakdown>,
+}
+
+/// The label of a launch call in flight (linked work not yet started).
+const IN_FLIGHT: u8 = 16;
+/// The label of a synchronisation call running.
+const SYNC: u8 = 32;
+/// The label of the busy envelope.
+const ENVELOPE: u8 = 64;
+/// The label of gaps whose ending work has no linked launch.
+const UNEXPLAINED: u8 = 128;
+/// The category labels.
+const WORK: u8 = 15;
+
+const NONE: u32 = u32::MAX;
+
+/// One busy interval.
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    start: u64,
+    end: u64,
+    kernel: u32,
+    stream: u32,
+    iteration: u32,
+}
+
+#[derive(Debug)]
+struct KernelWork {
+    name: String,
+    classified: Classified,
+    count: u64,
+    summed: u128,
+    durations: Vec<u64>,
+    sweep: UnionSweep,
+}
+
+/// A GPU activity waiting to be linked to its launch call.
+#[derive(Debug, Clone, Copy)]
+struct Pending<'a> {
+    scope: Option<&'a EntityRef>,
+    correlation: u64,
+    start: u64,
+}
+
+#[derive(Debug)]
+struct DeviceWork<'a> {
+    clock: DeviceClock<'a>,
+    items: Vec<Item>,
+    kernel_index: FastHashMap<(&'a str, Option<&'a str>), u32>,
+    kernels: Vec<KernelWork>,
+    stream_index: FastHashMap<u64, u32>,
+    streams: Vec<(u64, [CategoryTime; 4])>,
+    iteration_counts: FastHashMap<u32, [CategoryTime; 4]>,
+    /// Starts of activities without a correlation ID (never linked).
+    uncorrelated_starts: Vec<u64>,
+    pending: Vec<Pending<'a>>,
+}
+
+/// A runtime call, as the breakdown needs it.
+#[derive(Debug, Clone, Copy)]
+struct HostCall<'a> {
+    start: u64,
+    end: u64,
+    domain: &'a str,
+}
+
+/// Direct clock alignments, by the pair of domains.
+struct Aligner<'a> {
+    pairs: FastHashMap<(&'a str, &'a str), Vec<AlignmentFacts<'a>>>,
+}
+
+impl<'a> Aligner<'a> {
+    fn new(facts: impl Iterator<Item = AlignmentFacts<'a>>) -> Self {
+        let mut pairs: FastHashMap<(&'a str, &'a str), Vec<AlignmentFacts<'a>>> = FastHashMap::default();
+        for fact in facts {
+            pairs.entry((fact.from_clock_domain, fact.to_clock_domain)).or_default().push(fact);
+        }
+        // Least uncertainty first, then a total order, so the choice does
+        // not depend on the order the alignments were read in.
+        for list in pairs.values_mut() {
+            list.sort_unstable_by_key(|fact| {
+                (fact.uncertainty_ns, fact.offset_ns, fact.valid_from_ns, fact.valid_to_ns)
+            });
+        }
+        Self { pairs }
+    }
+
+    /// A host timestamp on the device's clock domain, with the uncertainty
+    /// of the alignment used.
+    fn to_device(&self, time: u64, host: &str, device: &str) -> Option<(u64, u64)> {
+        if host == device {
+            return Some((time, 0));
+        }
+        let covers = |fact: &AlignmentFacts<'_>, from_time: i128| {
+            fact.valid_from_ns.is_none_or(|from| from_time >= i128::from(from))
+                && fact.valid_to_ns.is_none_or(|to| from_time < i128::from(to))
+        };
+        let time = i128::from(time);
+        // device → host: host = device + offset.
+        let forward = self.pairs.get(&(device, host)).into_iter().flatten().find_map(|fact| {
+            let device_time = time - i128::from(fact.offset_ns);
+            covers(fact, device_time).then_some((device_time, fact.uncertainty_ns))
+        });
+        // host → device: device = host + offset.
+        let backward = self.pairs.get(&(host, device)).into_iter().flatten().find_map(|fact| {
+            covers(fact, time).then_some((time + i128::from(fact.offset_ns), fact.uncertainty_ns))
+        });
+        let best = match (forward, backward) {
+            (Some(a), Some(b)) => Some(if (b.1, b.0) < (a.1, a.0) { b } else { a }),
+            (a, b) => a.or(b),
+        }?;
+        Some((u64::try_from(best.0).ok()?, best.1))
+    }
+}
+
+/// The breakdown of a resolved run (see the module docs): one pass over its
+/// activities, then one sort and one coverage sweep per device clock.
+pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOptions) -> Breakdown {
+    let mut devices: Vec<DeviceWork<'_>> = Vec::new();
+    let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
+    // Launch calls by (scope, correlation): the earliest start wins, so the
+    // choice does not depend on record order.
+    let mut launches: FastHashMap<(Option<&EntityRef>, u64), HostCall<'_>> = FastHashMap::default();
+    let mut syncs: Vec<(Option<&EntityRef>, HostCall<'_>)> = Vec::new();
+
+    for activity in graph.activity_facts() {
+        let Some(busy) = activity.busy else { continue };
+        match activity.domain {
+            ActivityDomain::Runtime => {
+                let intervals = busy.as_slice();
+                let (Some(first), Some(last)) = (intervals.first(), intervals.last()) else { continue };
+                let call = HostCall { start: first.start_ns(), end: last.end_ns(), domain: activity.clock.0 };
+                if let Some(correlation) = activity.cuda_correlation_id {
+                    launches
+                        .entry((activity.correlation_scope, correlation))
+                        .and_modify(|known| {
+                            if (call.start, call.end) < (known.start, known.end) {
+                                *known = call;
+                            }
+                        })
+                        .or_insert(call);
+                }
+                if activity.name.is_some_and(is_synchronization) {
+                    syncs.push((activity.correlation_scope, call));
+                }
+            }
+            ActivityDomain::Gpu => {
+                let Some((uuid, domain, kind)) = activity.device else { continue };
+                let clock = DeviceClock::new(uuid, domain, kind);
+                let device = *device_index.entry(clock).or_insert_with(|| {
+                    devices.push(DeviceWork {
+                        clock,
+                        items: Vec::new(),
+                        kernel_index: FastHashMap::default(),
+                        kernels: Vec::new(),
+                        stream_index: FastHashMap::default(),
+                        streams: Vec::new(),
+                        iteration_counts: FastHashMap::default(),
+                        uncorrelated_starts: Vec::new(),
+                        pending: Vec::new(),
+                    });
+                    // Fewer devices than activities, and activities are fewer
+                    // than u32::MAX (tally-resolve caps its tables).
+                    (devices.len() - 1) as u32
+                });
+                let work = &mut devices[device as usize];
+                let next = work.kernels.len() as u32;
+                let kernel = *work.kernel_index.entry((activity.kind, activity.name)).or_insert(next);
+                if kernel == next {
+                    work.kernels.push(KernelWork {
+                        name: activity.name.unwrap_or(activity.kind).to_owned(),
+                        classified: options.rules.classify(activity.kind, activity.name),
+                        count: 0,
+                        summed: 0,
+                        durations: Vec::new(),
+                        sweep: UnionSweep::default(),
+                    });
+                }
+                let intervals = busy.as_slice();
+                let summed: u64 = intervals.iter().map(|interval| interval.duration_ns()).sum();
+                let entry = &mut work.kernels[kernel as usize];
+                entry.count += 1;
+                entry.summed += u128::from(summed);
+                entry.durations.push(summed);
+                let category = entry.classified.category as usize;
+                let add = |counts: &mut [CategoryTime; 4]| {
+                    counts[category].summed_ns += u128::from(summed);
+                    counts[category].count += 1;
+                };
+                let stream = match activity.stream_id {
+                    None => NONE,
+                    Some(stream_id) => {
+                        let next = work.streams.len() as u32;
+                        let stream = *work.stream_index.entry(stream_id).or_insert(next);
+                        if stream == next {
+                            work.streams.push((stream_id, [CategoryTime::default(); 4]));
+                        }
+                        add(&mut work.streams[stream as usize].1);
+                        stream
+                    }
+                };
+                let iteration = match activity.iteration {
+                    Some(iteration) if options.by_iteration => {
+                        add(work.iteration_counts.entry(iteration as u32).or_default());
+                        iteration as u32
+                    }
+                    _ => NONE,
+                };
+                let start = intervals.first().map_or(0, |interval| interval.start_ns());
+                match activity.cuda_correlation_id {
+                    Some(correlation) => work.pending.push(Pending {
+                        scope: activity.correlation_scope,
+                        correlation,
+                        start,
+                    }),
+                    None => work.uncorrelated_starts.push(start),
+                }
+                work.items.extend(intervals.iter().map(|interval| Item {
+                    start: interval.start_ns(),
+                    end: interval.end_ns(),
+                    kernel,
+                    stream,
+                    iteration,
+                }));
+            }
+            ActivityDomain::Cpu | ActivityDomain::Unknown => {}
+        }
+    }
+    drop(device_index);
+
+    let aligner = Aligner::new(graph.alignment_facts());
+    let iteration_refs: Vec<&EntityRef> = if options.by_iteration {
+        graph.iteration_facts().map(|facts| facts.iteration_ref).collect()
+    } else {
+        Vec::new()
+    };
+    let mut rows: Vec<DeviceBreakdown> = devices
+        .into_iter()
+        .map(|work| {
+            finish_device(work, &launches, &syncs, &aligner, options.by_iteration.then_some(&iteration_refs[..]))
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        (&a.device_uuid, &a.clock_domain, a.clock_kind.as_str()).cmp(&(
+            &b.device_uuid,
+            &b.clock_domain,
+            b.clock_kind.as_str(),
+        ))
+    });
+    Breakdown {
+        run_id: graph.run_id().map(str::to_owned),
+        category_patterns: options
+            .rules
+            .patterns()
+            .map(|(pattern, category)| format!("{}={}", category.as_str(), pattern.as_str()))
+            .collect(),
+        devices: rows,
+    }
+}
+
+/// The category and overlap figures of one coverage.
+struct Figures {
+    busy_ns: u64,
+    categories: Categories,
+    overlap_ns: Overlaps,
+    exposed_communication_ns: u64,
+    exposed_memory_ns: u64,
+}
+
+fn figures(coverage: &LabelCoverage, counts: &[CategoryTime; 4]) -> Figures {
+    let mut categories = Categories::default();
+    for (index, category) in Category::ALL.into_iter().enumerate() {
+        let slot = categories.get_mut(category);
+        *slot = counts[index];
+        slot.busy_ns = coverage.any(category.bit());
+    }
+    let (compute, communication, memory) =
+        (Category::Compute.bit(), Category::Communication.bit(), Category::Memory.bit());
+    Figures {
+        busy_ns: coverage.any(WORK),
+        categories,
+        overlap_ns: Overlaps {
+            communication_compute: coverage.all(communication | compute),
+            memory_compute: coverage.all(memory | compute),
+            communication_memory: coverage.all(communication | memory),
+        },
+        exposed_communication_ns: coverage.covered(|set| set & communication != 0 && set & compute == 0),
+        exposed_memory_ns: coverage.covered(|set| set & memory != 0 && set & compute == 0),
+    }
+}
+
+fn summed_and_count(counts: &[CategoryTime; 4]) -> (u128, u64) {
+    counts.iter().fold((0, 0), |(summed, count), time| (summed + time.summed_ns, count + time.count))
+}
+
+/// Nearest rank: the smallest value with at least `percent`% of the values
+/// at or below it.
+fn nearest_rank(sorted: &[i64], percent: usize) -> Option<i64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = (percent * sorted.len()).div_ceil(100).max(1);
+    sorted.get(rank - 1).copied()
+}
+
+fn finish_device<'a>(
+    work: DeviceWork<'a>,
+    launches: &FastHashMap<(Option<&'a EntityRef>, u64), HostCall<'a>>,
+    syncs: &[(Option<&'a EntityRef>, HostCall<'a>)],
+    aligner: &Aligner<'a>,
+    iteration_refs: Option<&[&EntityRef]>,
+) -> DeviceBreakdown {
+    let DeviceWork { clock, mut items, mut kernels, streams, iteration_counts, pending, uncorrelated_starts, .. } =
+        work;
+    let device_domain = clock.clock_domain;
+    let kernel_labels: Vec<u8> = kernels.iter().map(|entry| entry.classified.category.bit()).collect();
+    let label = |item: &Item| kernel_labels[item.kernel as usize];
+
+    // Launches: latency, in-flight windows, and which work they explain.
+    let mut latencies: Vec<i64> = Vec::new();
+    let mut uncertainty = 0;
+    let mut in_flight: Vec<(u64, u64)> = Vec::new();
+    let mut linked_starts: FastHashSet<u64> = FastHashSet::default();
+    let mut launching_scopes: FastHashSet<Option<&EntityRef>> = FastHashSet::default();
+    for item in &pending {
+        let linked = launches
+            .get(&(item.scope, item.correlation))
+            .and_then(|call| aligner.to_device(call.start, call.domain, device_domain));
+        match linked {
+            Some((launch, alignment_uncertainty)) => {
+                let latency = i128::from(item.start) - i128::from(launch);
+                latencies.push(i64::try_from(latency).unwrap_or(if latency < 0 { i64::MIN } else { i64::MAX }));
+                uncertainty = uncertainty.max(alignment_uncertainty);
+                in_flight.push((launch, item.start));
+                linked_starts.insert(item.start);
+                launching_scopes.insert(item.scope);
+            }
+            None => {}
+        }
+    }
+    let unlinked = (pending.len() - latencies.len() + uncorrelated_starts.len()) as u64;
+    drop(uncorrelated_starts);
+    latencies.sort_unstable();
+    let launch_latency = LaunchLatency {
+        linked: latencies.len() as u64,
+        unlinked,
+        min_ns: latencies.first().copied(),
+        median_ns: latencies.get(latencies.len().saturating_sub(1) / 2).copied(),
+        p90_ns: nearest_rank(&latencies, 90),
+        p99_ns: nearest_rank(&latencies, 99),
+        max_ns: latencies.last().copied(),
+        summed_ns: latencies.iter().map(|&latency| i128::from(latency)).sum(),
+        clock_uncertainty_ns: uncertainty,
+    };
+    drop(latencies);
+    let sync_windows: Vec<(u64, u64)> = syncs
+        .iter()
+        .filter(|(scope, _)| launching_scopes.contains(scope))
+        .filter_map(|(_, call)| {
+            let (start, _) = aligner.to_device(call.start, call.domain, device_domain)?;
+            let (end, _) = aligner.to_device(call.end, call.domain, device_domain)?;
+            Some((start, end))
+        })
+        .collect();
+
+    // One sort of the busy intervals feeds the kernels' and memory kinds'
+    // unions and the gaps.
+    sort_by_start(&mut items, |item| item.start);
+    let mut memory_sweeps = [UnionSweep::default(); MemoryKind::ALL.len()];
+    let mut memory = MemoryKinds::default();
+    for item in &items {
+        let entry = &mut kernels[item.kernel as usize];
+        entry.sweep.push(item.start, item.end);
+        if let Some(kind) = entry.classified.memory {
+            memory_sweeps[kind as usize].push(item.start, item.end);
+        }
+    }
+    for entry in &kernels {
+        if let Some(kind) = entry.classified.memory {
+            let slot = memory.get_mut(kind);
+            slot.count += entry.count;
+            slot.summed_ns += entry.summed;
+        }
+    }
+    for kind in MemoryKind::ALL {
+        memory.get_mut(kind).busy_ns = memory_sweeps[kind as usize].finish();
+    }
+    let mut spans: Vec<(u64, u64)> = items.iter().map(|item| (item.start, item.end)).collect();
+    let merged = merge_intervals(&mut spans);
+    drop(spans);
+    let merged: Vec<(u64, u64)> = merged.into_iter().filter(|(start, end)| end > start).collect();
+    let gaps: Vec<(u64, u64)> = merged.windows(2).map(|pair| (pair[0].1, pair[1].0)).collect();
+    let envelope = merged.first().zip(merged.last()).map(|(first, last)| (first.0, last.1));
+    let unexplained: Vec<(u64, u64)> =
+        gaps.iter().copied().filter(|(_, end)| !linked_starts.contains(end)).collect();
+
+    let labelled = items
+        .iter()
+        .map(|item| (item.start, item.end, label(item)))
+        .chain(in_flight.iter().map(|&(start, end)| (start, end, IN_FLIGHT)))
+        .chain(sync_windows.iter().map(|&(start, end)| (start, end, SYNC)))
+        .chain(envelope.map(|(start, end)| (start, end, ENVELOPE)))
+        .chain(unexplained.iter().map(|&(start, end)| (start, end, UNEXPLAINED)));
+    let coverage = LabelCoverage::of(labelled);
+    drop((in_flight, sync_windows, unexplained));
+    let idle_set = |set: u8| set & ENVELOPE != 0 && set & WORK == 0;
+    let idle = IdleBreakdown {
+        envelope_ns: envelope.map_or(0, |(start, end)| end - start),
+        idle_ns: coverage.covered(idle_set),
+        gap_count: gaps.len() as u64,
+        longest_gap_ns: gaps.iter().map(|(start, end)| end - start).max().unwrap_or(0),
+        launch_queued_ns: coverage.covered(|set| idle_set(set) && set & IN_FLIGHT != 0),
+        sync_wait_ns: coverage.covered(|set| idle_set(set) && set & (IN_FLIGHT | SYNC) == SYNC),
+        unknown_ns: coverage
+            .covered(|set| idle_set(set) && set & (IN_FLIGHT | SYNC | UNEXPLAINED) == UNEXPLAINED),
+        host_bound_ns: coverage.covered(|set| idle_set(set) && set & (IN_FLIGHT | SYNC | UNEXPLAINED) == 0),
+    };
+
+    let mut device_counts = [CategoryTime::default(); 4];
+    for entry in &kernels {
+        let slot = &mut device_counts[entry.classified.category as usize];
+        slot.count += entry.count;
+        slot.summed_ns += entry.summed;
+    }
+    let device = figures(&coverage, &device_counts);
+    drop(coverage);
+    let (summed_ns, count) = summed_and_count(&device_counts);
+
+    // Streams and iterations: their own coverage over their own intervals.
+    let mut by_stream: Vec<Vec<(u64, u64, u8)>> = vec![Vec::new(); streams.len()];
+    let mut by_iteration: FastHashMap<u32, Vec<(u64, u64, u8)>> = FastHashMap::default();
+    for item in &items {
+        if item.stream != NONE {
+            by_stream[item.stream as usize].push((item.start, item.end, label(item)));
+        }
+        if item.iteration != NONE {
+            by_iteration.entry(item.iteration).or_default().push((item.start, item.end, label(item)));
+        }
+    }
+    drop(items);
+    let mut stream_rows: Vec<StreamBreakdown> = streams
+        .iter()
+        .zip(by_stream)
+        .map(|((stream_id, counts), intervals)| {
+            let figures = figures(&LabelCoverage::of(intervals), counts);
+            let (summed_ns, count) = summed_and_count(counts);
+            StreamBreakdown {
+                stream_id: *stream_id,
+                busy_ns: figures.busy_ns,
+                summed_ns,
+                count,
+                categories: figures.categories,
+                overlap_ns: figures.overlap_ns,
+                exposed_communication_ns: figures.exposed_communication_ns,
+                exposed_memory_ns: figures.exposed_memory_ns,
+            }
+        })
+        .collect();
+    stream_rows.sort_unstable_by_key(|row| row.stream_id);
+    let iterations = iteration_refs.map(|iteration_refs| {
+        let mut rows: Vec<IterationBreakdown> = iteration_counts
+            .iter()
+            .map(|(iteration, counts)| {
+                let intervals = by_iteration.remove(iteration).unwrap_or_default();
+                let figures = figures(&LabelCoverage::of(intervals), counts);
+                let (summed_ns, count) = summed_and_count(counts);
+                IterationBreakdown {
+                    iteration_ref: iteration_refs[*iteration as usize].clone(),
+                    busy_ns: figures.busy_ns,
+                    summed_ns,
+                    count,
+                    categories: figures.categories,
+                    overlap_ns: figures.overlap_ns,
+                    exposed_communication_ns: figures.exposed_communication_ns,
+                    exposed_memory_ns: figures.exposed_memory_ns,
+                }
+            })
+            .collect();
+        rows.sort_unstable_by(|a, b| a.iteration_ref.cmp(&b.iteration_ref));
+        rows
+    });
+
+    let busy = device.busy_ns;
+    let mut kernel_rows: Vec<KernelRow> = kernels
+        .into_iter()
+        .map(|mut entry| {
+            entry.durations.sort_unstable();
+            let durations = &entry.durations;
+            KernelRow {
+                name: entry.name,
+                category: entry.classified.category,
+                count: entry.count,
+                summed_ns: entry.summed,
+                busy_ns: entry.sweep.finish(),
+                share_of_busy: if busy == 0 { 0.0 } else { entry.sweep.finish() as f64 / busy as f64 },
+                min_ns: durations.first().copied().unwrap_or(0),
+                median_ns: durations.get(durations.len().saturating_sub(1) / 2).copied().unwrap_or(0),
+                max_ns: durations.last().copied().unwrap_or(0),
+            }
+        })
+        .collect();
+    kernel_rows.sort_by(|a, b| {
+        b.summed_ns.cmp(&a.summed_ns).then_with(|| a.name.cmp(&b.name)).then_with(|| a.category.cmp(&b.category))
+    });
+
+    DeviceBreakdown {
+        device_uuid: clock.device_uuid.to_owned(),
+        clock_domain: clock.clock_domain.to_owned(),
+        clock_kind: clock.clock_kind,
+        busy_ns: device.busy_ns,
+        summed_ns,
+        count,
+        categories: device.categories,
+        overlap_ns: device.overlap_ns,
+        exposed_communication_ns: device.exposed_communication_ns,
+        exposed_memory_ns: device.exposed_memory_ns,
+        memory,
+        envelope_start_ns: envelope.map(|(start, _)| start),
+        envelope_end_ns: envelope.map(|(_, end)| end),
+        idle,
+        launch_latency,
+        kernels: kernel_rows,
+        streams: stream_rows,
+        iterations,
+    }
+}
