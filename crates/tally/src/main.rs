@@ -30,6 +30,15 @@ enum Command {
     /// rank's) and account its GPU time: summed, busy and elapsed, per
     /// device clock and per iteration.
     Account(cmd::account::Args),
+    /// Break one run's GPU time down by overlap: busy time per category
+    /// (compute, communication, memory, other) and their intersections,
+    /// exposed communication, kernels, idle time by cause, launch latency;
+    /// per device clock, stream and (with `--by iteration`) iteration.
+    Breakdown(cmd::breakdown::Args),
+    /// Compare two runs' breakdowns: per device and category the change in
+    /// busy and exposed time, and the kernels that appeared, disappeared or
+    /// changed most.
+    Diff(cmd::diff::Args),
     /// Check a model of per-request shares of one iteration's GPU time
     /// against the measured budget.
     Shares(cmd::shares::Args),
@@ -61,6 +70,8 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Validate(args) => cmd::validate::run(&args),
         Command::Account(args) => cmd::account::run(&args),
+        Command::Breakdown(args) => cmd::breakdown::run(&args),
+        Command::Diff(args) => cmd::diff::run(&args),
         Command::Shares(args) => cmd::shares::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
         Command::Import(args) => cmd::import::run(&args),

@@ -3,7 +3,7 @@
 //! per iteration, as stormlog's `account_gpu_time` does.
 
 mod json;
-mod table;
+pub(crate) mod table;
 
 use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};

@@ -2,9 +2,11 @@
 
 pub mod account;
 pub mod aggregate;
+pub mod breakdown;
 pub mod conform;
 #[cfg(feature = "cuda")]
 pub mod cuda_info;
+pub mod diff;
 pub mod export;
 pub mod import;
 pub mod input;
