@@ -60,7 +60,38 @@ pub struct ActivitySpec {
     /// `[offset, duration]` pairs, made valid against the length.
     pieces: Vec<(u64, u64)>,
     stream: Option<u64>,
+    /// Kind, name and launch correlation; `None` is kind `kernel`, no name.
+    label: Option<ActivityLabel>,
 }
+
+/// What [`arb_labelled_run`] adds to an activity: the evidence the overlap
+/// breakdown reads.
+#[derive(Debug, Clone, Copy)]
+pub struct ActivityLabel {
+    /// `activity_kind`.
+    pub kind: &'static str,
+    /// `metadata.name`.
+    pub name: Option<&'static str>,
+    /// `cuda_correlation_id`, in one shared `correlation_scope`.
+    pub correlation: Option<u64>,
+}
+
+/// Kinds a labelled GPU activity gets: kernels, copies, sets, a kind marked
+/// communication, and one tally does not know.
+pub const GPU_KINDS: [&str; 6] =
+    ["kernel", "gpu_kernel", "gpu_memcpy", "gpu_memset", "gpu_communication", "cuda_sync"];
+/// Names a labelled activity gets: collectives, copies with and without a
+/// direction, compute kernels, runtime launches and synchronisations.
+pub const ACTIVITY_NAMES: [&str; 8] = [
+    "ncclKernel_AllReduce_RING_LL_Sum_float",
+    "RCCL_allgather",
+    "Memcpy HtoD (Pageable -> Device)",
+    "Memcpy DtoD (Device -> Device)",
+    "sm80_gemm",
+    "elementwise",
+    "cudaLaunchKernel",
+    "cudaStreamSynchronize",
+];
 
 /// One generated membership.
 #[derive(Debug, Clone)]
@@ -156,7 +187,7 @@ fn activity() -> impl Strategy<Value = ActivitySpec> {
                     cursor = offset + duration;
                 }
             }
-            ActivitySpec { context, domain, iteration, start, touch, length, pieces, stream }
+            ActivitySpec { context, domain, iteration, start, touch, length, pieces, stream, label: None }
         })
 }
 
@@ -241,6 +272,31 @@ pub fn arb_run() -> impl Strategy<Value = RunSpec> {
                 spec
             },
         )
+}
+
+/// [`arb_run`] with every activity labelled: a kind (for GPU activities,
+/// one of [`GPU_KINDS`]; runtime ones `cuda_runtime`), often a name of
+/// [`ACTIVITY_NAMES`], and often a CUDA correlation ID from a small range, so
+/// launch calls and the work they launched link (and sometimes collide).
+/// The records are those of an [`arb_run`] otherwise.
+pub fn arb_labelled_run() -> impl Strategy<Value = RunSpec> {
+    arb_run().prop_flat_map(|spec| {
+        let count = spec.activities.len();
+        let label = (
+            0usize..GPU_KINDS.len(),
+            proptest::option::weighted(0.8, 0usize..ACTIVITY_NAMES.len()),
+            proptest::option::weighted(0.6, 0u64..8),
+        );
+        (Just(spec), proptest::collection::vec(label, count))
+    })
+    .prop_map(|(mut spec, labels)| {
+        for (activity, (kind, name, correlation)) in spec.activities.iter_mut().zip(labels) {
+            let kind = if activity.domain == "runtime" { "cuda_runtime" } else { GPU_KINDS[kind] };
+            activity.label =
+                Some(ActivityLabel { kind, name: name.map(|name| ACTIVITY_NAMES[name]), correlation });
+        }
+        spec
+    })
 }
 
 fn context(producer: &str, domain: &str, kind: &str, device: Option<&str>) -> Value {
@@ -355,6 +411,16 @@ impl RunSpec {
                 let pieces: Vec<Value> = activity.pieces.iter().map(|(o, d)| json!([o, d])).collect();
                 record["metadata"] = json!({"intervals": pieces});
                 record["schema_version"] = json!(3);
+            }
+            if let Some(label) = activity.label {
+                record["activity_kind"] = json!(label.kind);
+                if let Some(name) = label.name {
+                    record["metadata"]["name"] = json!(name);
+                }
+                if let Some(correlation) = label.correlation {
+                    record["cuda_correlation_id"] = json!(correlation);
+                    record["correlation_scope"] = reference("gen", "process/1".to_owned());
+                }
             }
             out.push(record);
         }

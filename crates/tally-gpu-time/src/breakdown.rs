@@ -90,7 +90,7 @@ use tally_core::{ActivityDomain, ClockKind, EntityRef};
 use tally_resolve::{AlignmentFacts, FastHashMap, FastHashSet, ResolvedEvidence};
 
 use crate::DeviceClock;
-use crate::category::{Category, CategoryRules, Classified, MemoryKind, is_synchronization};
+use crate::category::{Category, CategoryRules, MemoryKind, is_synchronization};
 
 /// What a breakdown measures beyond the default.
 #[derive(Debug, Clone, Default)]
@@ -380,12 +380,16 @@ struct Item {
     kernel: u32,
     stream: u32,
     iteration: u32,
+    /// The [`MemoryKind`] index, or [`NO_MEMORY`].
+    memory: u8,
 }
+
+const NO_MEMORY: u8 = u8::MAX;
 
 #[derive(Debug)]
 struct KernelWork {
     name: String,
-    classified: Classified,
+    category: Category,
     count: u64,
     summed: u128,
     durations: Vec<u64>,
@@ -404,8 +408,13 @@ struct Pending<'a> {
 struct DeviceWork<'a> {
     clock: DeviceClock<'a>,
     items: Vec<Item>,
-    kernel_index: FastHashMap<(&'a str, Option<&'a str>), u32>,
+    /// Rows by (kind, name), the evidence classified once...
+    kernel_index: FastHashMap<(&'a str, Option<&'a str>), (u32, Option<MemoryKind>)>,
+    /// ...and by what they are shown as, (name or kind, category): two kinds
+    /// of one name and category are one row, whatever the record order.
+    row_index: FastHashMap<(&'a str, Category), u32>,
     kernels: Vec<KernelWork>,
+    memory: MemoryKinds,
     stream_index: FastHashMap<u64, u32>,
     streams: Vec<(u64, [CategoryTime; 4])>,
     iteration_counts: FastHashMap<u32, [CategoryTime; 4]>,
@@ -510,7 +519,9 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                         clock,
                         items: Vec::new(),
                         kernel_index: FastHashMap::default(),
+                        row_index: FastHashMap::default(),
                         kernels: Vec::new(),
+                        memory: MemoryKinds::default(),
                         stream_index: FastHashMap::default(),
                         streams: Vec::new(),
                         iteration_counts: FastHashMap::default(),
@@ -522,25 +533,39 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                     (devices.len() - 1) as u32
                 });
                 let work = &mut devices[device as usize];
-                let next = work.kernels.len() as u32;
-                let kernel = *work.kernel_index.entry((activity.kind, activity.name)).or_insert(next);
-                if kernel == next {
-                    work.kernels.push(KernelWork {
-                        name: activity.name.unwrap_or(activity.kind).to_owned(),
-                        classified: options.rules.classify(activity.kind, activity.name),
-                        count: 0,
-                        summed: 0,
-                        durations: Vec::new(),
-                        sweep: UnionSweep::default(),
-                    });
-                }
+                let (kernel, memory) = match work.kernel_index.get(&(activity.kind, activity.name)) {
+                    Some(&known) => known,
+                    None => {
+                        let classified = options.rules.classify(activity.kind, activity.name);
+                        let shown = activity.name.unwrap_or(activity.kind);
+                        let next = work.kernels.len() as u32;
+                        let kernel = *work.row_index.entry((shown, classified.category)).or_insert(next);
+                        if kernel == next {
+                            work.kernels.push(KernelWork {
+                                name: shown.to_owned(),
+                                category: classified.category,
+                                count: 0,
+                                summed: 0,
+                                durations: Vec::new(),
+                                sweep: UnionSweep::default(),
+                            });
+                        }
+                        work.kernel_index.insert((activity.kind, activity.name), (kernel, classified.memory));
+                        (kernel, classified.memory)
+                    }
+                };
                 let intervals = busy.as_slice();
                 let summed: u64 = intervals.iter().map(|interval| interval.duration_ns()).sum();
                 let entry = &mut work.kernels[kernel as usize];
                 entry.count += 1;
                 entry.summed += u128::from(summed);
                 entry.durations.push(summed);
-                let category = entry.classified.category as usize;
+                if let Some(kind) = memory {
+                    let slot = work.memory.get_mut(kind);
+                    slot.summed_ns += u128::from(summed);
+                    slot.count += 1;
+                }
+                let category = entry.category as usize;
                 let add = |counts: &mut [CategoryTime; 4]| {
                     counts[category].summed_ns += u128::from(summed);
                     counts[category].count += 1;
@@ -579,6 +604,7 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                     kernel,
                     stream,
                     iteration,
+                    memory: memory.map_or(NO_MEMORY, |kind| kind as u8),
                 }));
             }
             ActivityDomain::Cpu | ActivityDomain::Unknown => {}
@@ -668,10 +694,11 @@ fn finish_device<'a>(
     aligner: &Aligner<'a>,
     iteration_refs: Option<&[&EntityRef]>,
 ) -> DeviceBreakdown {
-    let DeviceWork { clock, mut items, mut kernels, streams, iteration_counts, pending, uncorrelated_starts, .. } =
-        work;
+    let DeviceWork {
+        clock, mut items, mut kernels, mut memory, streams, iteration_counts, pending, uncorrelated_starts, ..
+    } = work;
     let device_domain = clock.clock_domain;
-    let kernel_labels: Vec<u8> = kernels.iter().map(|entry| entry.classified.category.bit()).collect();
+    let kernel_labels: Vec<u8> = kernels.iter().map(|entry| entry.category.bit()).collect();
     let label = |item: &Item| kernel_labels[item.kernel as usize];
 
     // Launches: latency, in-flight windows, and which work they explain.
@@ -725,19 +752,10 @@ fn finish_device<'a>(
     // unions and the gaps.
     sort_by_start(&mut items, |item| item.start);
     let mut memory_sweeps = [UnionSweep::default(); MemoryKind::ALL.len()];
-    let mut memory = MemoryKinds::default();
     for item in &items {
-        let entry = &mut kernels[item.kernel as usize];
-        entry.sweep.push(item.start, item.end);
-        if let Some(kind) = entry.classified.memory {
-            memory_sweeps[kind as usize].push(item.start, item.end);
-        }
-    }
-    for entry in &kernels {
-        if let Some(kind) = entry.classified.memory {
-            let slot = memory.get_mut(kind);
-            slot.count += entry.count;
-            slot.summed_ns += entry.summed;
+        kernels[item.kernel as usize].sweep.push(item.start, item.end);
+        if let Some(sweep) = memory_sweeps.get_mut(usize::from(item.memory)) {
+            sweep.push(item.start, item.end);
         }
     }
     for kind in MemoryKind::ALL {
@@ -776,7 +794,7 @@ fn finish_device<'a>(
 
     let mut device_counts = [CategoryTime::default(); 4];
     for entry in &kernels {
-        let slot = &mut device_counts[entry.classified.category as usize];
+        let slot = &mut device_counts[entry.category as usize];
         slot.count += entry.count;
         slot.summed_ns += entry.summed;
     }
@@ -846,7 +864,7 @@ fn finish_device<'a>(
             let durations = &entry.durations;
             KernelRow {
                 name: entry.name,
-                category: entry.classified.category,
+                category: entry.category,
                 count: entry.count,
                 summed_ns: entry.summed,
                 busy_ns: entry.sweep.finish(),
