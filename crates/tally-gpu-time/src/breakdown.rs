@@ -68,17 +68,30 @@
 //!   fractions; sums past 2^53 µs lose more (`hta_run_time_us` of the
 //!   `ns-resolution` trace is 1.8e19). tally keeps the decimal text exactly,
 //!   in nanoseconds.
-//! - **Step filtering.** `get_temporal_breakdown` and
-//!   `get_comm_comp_overlap` keep only GPU work of some ProfilerSteps (by
-//!   default all but the first and last... per HTA version) and measure from
-//!   the first to the last kernel of what is kept; tally measures the whole
-//!   trace, or each iteration with `--by iteration`.
-//! - **Category rules.** HTA calls a kernel communication when its name
-//!   contains `nccl` anywhere and memory when it contains `memcpy` or
-//!   `memset`, and counts every event on a GPU stream (`cuda_sync` events
-//!   included) as a kernel, so synchronisation waits read as compute; tally
-//!   reads the activity kind first (see [`crate::category`]), and imports no
-//!   `cuda_sync` events as work.
+//! - **Step filtering.** HTA's `get_temporal_breakdown`,
+//!   `get_comm_comp_overlap` and `get_idle_time_breakdown` work on the GPU
+//!   events it keeps after filtering by ProfilerStep, and measure from the
+//!   first kernel to the last of what is kept (`hta_golden.json` records
+//!   0.5.0's temporal breakdown beside tally's figures, not compared); tally
+//!   measures all the measured work of the run, or of each iteration with
+//!   `--by iteration`, whose iterations are the ProfilerStep ranges the
+//!   import links launches to.
+//! - **Category rules.** HTA tells categories by the kernel's name alone:
+//!   communication when it contains `ncclKernel`, matches `^nccl.*Kernel`
+//!   or starts with `nccl` (or contains `gloo:`), by version; memory when it
+//!   starts with `Memcpy`, `Memset` (or `dma`). A version that looks for
+//!   `ncclKernel` calls NCCL 2.19's `ncclDevKernel_*` compute, which is the
+//!   "wrong overlap figures when NCCL kernel names change". HTA's GPU
+//!   selection is every event with a `stream` argument, `cuda_sync` events
+//!   included (`merged_busy_all_streams_us` in `hta_golden.json`), so
+//!   synchronisation waits read as GPU work; tally reads the activity kind
+//!   first (see [`crate::category`]), imports no `cuda_sync` events as
+//!   work, and counts a synchronisation's wait as idle time of its cause.
+//! - **Idle time causes.** HTA splits idle time into host wait, kernel wait
+//!   (gaps shorter than a threshold between kernels of a stream) and other,
+//!   per stream; tally splits the device's idle time by what the evidence
+//!   shows was happening on the host (a launch in flight, a
+//!   synchronisation, nothing launched), per device clock.
 //! - **Overlap ratio.** HTA's `comp_comm_overlap_pctg` is the share of
 //!   communication time overlapped by compute, per step; here that is
 //!   `overlap_ns["communication&compute"] / categories.communication.busy_ns`
