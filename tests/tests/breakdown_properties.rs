@@ -10,11 +10,9 @@ use proptest::prelude::*;
 use tally_conformance::runs::{arb_delivery, arb_labelled_run, deliver};
 use tally_core::interval::{merge_intervals, union_ns};
 use tally_core::{ActivityDomain, InferenceRecord};
-use tally_gpu_time::breakdown::{
-    Breakdown, BreakdownOptions, Categories, CategoryTime, Overlaps, breakdown,
-};
-use tally_gpu_time::category::{Category, CategoryRules};
 use tally_gpu_time::account_gpu_time;
+use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, Categories, CategoryTime, Overlaps, breakdown};
+use tally_gpu_time::category::{Category, CategoryRules};
 use tally_resolve::{ResolvedEvidence, resolve_inference_events, resolve_streaming};
 
 fn config() -> ProptestConfig {
@@ -28,7 +26,9 @@ fn options() -> BreakdownOptions {
 type Key = (String, String, String);
 
 /// Each device clock's intervals by category, read straight from the facts.
-fn intervals_by_category(graph: &impl ResolvedEvidence) -> BTreeMap<Key, BTreeMap<Category, Vec<(u64, u64)>>> {
+fn intervals_by_category(
+    graph: &impl ResolvedEvidence,
+) -> BTreeMap<Key, BTreeMap<Category, Vec<(u64, u64)>>> {
     let rules = CategoryRules::new();
     let mut out: BTreeMap<Key, BTreeMap<Category, Vec<(u64, u64)>>> = BTreeMap::new();
     for activity in graph.activity_facts() {
@@ -57,7 +57,12 @@ fn intersection(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
     total
 }
 
-fn check_overlaps(overlaps: &Overlaps, categories: &Categories, busy: u64, exposed: u64) -> Result<(), TestCaseError> {
+fn check_overlaps(
+    overlaps: &Overlaps,
+    categories: &Categories,
+    busy: u64,
+    exposed: u64,
+) -> Result<(), TestCaseError> {
     let (compute, communication, memory) =
         (categories.compute.busy_ns, categories.communication.busy_ns, categories.memory.busy_ns);
     prop_assert!(overlaps.communication_compute <= communication.min(compute));
@@ -82,7 +87,8 @@ fn check(records: &[InferenceRecord]) -> Result<Breakdown, TestCaseError> {
         prop_assert_eq!(device.busy_ns, total.time.busy_ns);
         prop_assert_eq!(device.summed_ns, total.time.summed_activity_ns);
         prop_assert_eq!(device.count, total.time.activity_count);
-        let key = (device.device_uuid.clone(), device.clock_domain.clone(), device.clock_kind.as_str().to_owned());
+        let key =
+            (device.device_uuid.clone(), device.clock_domain.clone(), device.clock_kind.as_str().to_owned());
         let lists = &expected[&key];
         let merged: BTreeMap<Category, Vec<(u64, u64)>> = lists
             .iter()
@@ -101,7 +107,10 @@ fn check(records: &[InferenceRecord]) -> Result<Breakdown, TestCaseError> {
         let mut all: Vec<(u64, u64)> = merged.values().flatten().copied().collect();
         prop_assert_eq!(union_ns(&mut all), device.busy_ns);
         let overlaps = &device.overlap_ns;
-        prop_assert_eq!(overlaps.communication_compute, intersection(of(Category::Communication), of(Category::Compute)));
+        prop_assert_eq!(
+            overlaps.communication_compute,
+            intersection(of(Category::Communication), of(Category::Compute))
+        );
         prop_assert_eq!(overlaps.memory_compute, intersection(of(Category::Memory), of(Category::Compute)));
         check_overlaps(overlaps, &device.categories, device.busy_ns, device.exposed_communication_ns)?;
         let idle = &device.idle;
@@ -123,7 +132,12 @@ fn check(records: &[InferenceRecord]) -> Result<Breakdown, TestCaseError> {
         prop_assert_eq!(latency.linked + latency.unlinked, device.count);
         for stream in &device.streams {
             prop_assert!(stream.busy_ns <= device.busy_ns);
-            check_overlaps(&stream.overlap_ns, &stream.categories, stream.busy_ns, stream.exposed_communication_ns)?;
+            check_overlaps(
+                &stream.overlap_ns,
+                &stream.categories,
+                stream.busy_ns,
+                stream.exposed_communication_ns,
+            )?;
         }
         for iteration in device.iterations.iter().flatten() {
             prop_assert!(iteration.busy_ns <= device.busy_ns);

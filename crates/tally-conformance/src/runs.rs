@@ -280,23 +280,24 @@ pub fn arb_run() -> impl Strategy<Value = RunSpec> {
 /// launch calls and the work they launched link (and sometimes collide).
 /// The records are those of an [`arb_run`] otherwise.
 pub fn arb_labelled_run() -> impl Strategy<Value = RunSpec> {
-    arb_run().prop_flat_map(|spec| {
-        let count = spec.activities.len();
-        let label = (
-            0usize..GPU_KINDS.len(),
-            proptest::option::weighted(0.8, 0usize..ACTIVITY_NAMES.len()),
-            proptest::option::weighted(0.6, 0u64..8),
-        );
-        (Just(spec), proptest::collection::vec(label, count))
-    })
-    .prop_map(|(mut spec, labels)| {
-        for (activity, (kind, name, correlation)) in spec.activities.iter_mut().zip(labels) {
-            let kind = if activity.domain == "runtime" { "cuda_runtime" } else { GPU_KINDS[kind] };
-            activity.label =
-                Some(ActivityLabel { kind, name: name.map(|name| ACTIVITY_NAMES[name]), correlation });
-        }
-        spec
-    })
+    arb_run()
+        .prop_flat_map(|spec| {
+            let count = spec.activities.len();
+            let label = (
+                0usize..GPU_KINDS.len(),
+                proptest::option::weighted(0.8, 0usize..ACTIVITY_NAMES.len()),
+                proptest::option::weighted(0.6, 0u64..8),
+            );
+            (Just(spec), proptest::collection::vec(label, count))
+        })
+        .prop_map(|(mut spec, labels)| {
+            for (activity, (kind, name, correlation)) in spec.activities.iter_mut().zip(labels) {
+                let kind = if activity.domain == "runtime" { "cuda_runtime" } else { GPU_KINDS[kind] };
+                activity.label =
+                    Some(ActivityLabel { kind, name: name.map(|name| ACTIVITY_NAMES[name]), correlation });
+            }
+            spec
+        })
 }
 
 fn context(producer: &str, domain: &str, kind: &str, device: Option<&str>) -> Value {

@@ -417,12 +417,15 @@ struct Pending<'a> {
     start: u64,
 }
 
+/// An activity's `activity_kind` and name.
+type KindAndName<'a> = (&'a str, Option<&'a str>);
+
 #[derive(Debug)]
 struct DeviceWork<'a> {
     clock: DeviceClock<'a>,
     items: Vec<Item>,
     /// Rows by (kind, name), the evidence classified once...
-    kernel_index: FastHashMap<(&'a str, Option<&'a str>), (u32, Option<MemoryKind>)>,
+    kernel_index: FastHashMap<KindAndName<'a>, (u32, Option<MemoryKind>)>,
     /// ...and by what they are shown as, (name or kind, category): two kinds
     /// of one name and category are one row, whatever the record order.
     row_index: FastHashMap<(&'a str, Category), u32>,
@@ -604,11 +607,9 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                 };
                 let start = intervals.first().map_or(0, |interval| interval.start_ns());
                 match activity.cuda_correlation_id {
-                    Some(correlation) => work.pending.push(Pending {
-                        scope: activity.correlation_scope,
-                        correlation,
-                        start,
-                    }),
+                    Some(correlation) => {
+                        work.pending.push(Pending { scope: activity.correlation_scope, correlation, start })
+                    }
                     None => work.uncorrelated_starts.push(start),
                 }
                 work.items.extend(intervals.iter().map(|interval| Item {
@@ -634,7 +635,13 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
     let mut rows: Vec<DeviceBreakdown> = devices
         .into_iter()
         .map(|work| {
-            finish_device(work, &launches, &syncs, &aligner, options.by_iteration.then_some(&iteration_refs[..]))
+            finish_device(
+                work,
+                &launches,
+                &syncs,
+                &aligner,
+                options.by_iteration.then_some(&iteration_refs[..]),
+            )
         })
         .collect();
     rows.sort_by(|a, b| {
@@ -708,7 +715,15 @@ fn finish_device<'a>(
     iteration_refs: Option<&[&EntityRef]>,
 ) -> DeviceBreakdown {
     let DeviceWork {
-        clock, mut items, mut kernels, mut memory, streams, iteration_counts, pending, uncorrelated_starts, ..
+        clock,
+        mut items,
+        mut kernels,
+        mut memory,
+        streams,
+        iteration_counts,
+        pending,
+        uncorrelated_starts,
+        ..
     } = work;
     let device_domain = clock.clock_domain;
     let kernel_labels: Vec<u8> = kernels.iter().map(|entry| entry.category.bit()).collect();
@@ -724,16 +739,13 @@ fn finish_device<'a>(
         let linked = launches
             .get(&(item.scope, item.correlation))
             .and_then(|call| aligner.to_device(call.start, call.domain, device_domain));
-        match linked {
-            Some((launch, alignment_uncertainty)) => {
-                let latency = i128::from(item.start) - i128::from(launch);
-                latencies.push(i64::try_from(latency).unwrap_or(if latency < 0 { i64::MIN } else { i64::MAX }));
-                uncertainty = uncertainty.max(alignment_uncertainty);
-                in_flight.push((launch, item.start));
-                linked_starts.insert(item.start);
-                launching_scopes.insert(item.scope);
-            }
-            None => {}
+        if let Some((launch, alignment_uncertainty)) = linked {
+            let latency = i128::from(item.start) - i128::from(launch);
+            latencies.push(i64::try_from(latency).unwrap_or(if latency < 0 { i64::MIN } else { i64::MAX }));
+            uncertainty = uncertainty.max(alignment_uncertainty);
+            in_flight.push((launch, item.start));
+            linked_starts.insert(item.start);
+            launching_scopes.insert(item.scope);
         }
     }
     let unlinked = (pending.len() - latencies.len() + uncorrelated_starts.len()) as u64;
@@ -889,7 +901,10 @@ fn finish_device<'a>(
         })
         .collect();
     kernel_rows.sort_by(|a, b| {
-        b.summed_ns.cmp(&a.summed_ns).then_with(|| a.name.cmp(&b.name)).then_with(|| a.category.cmp(&b.category))
+        b.summed_ns
+            .cmp(&a.summed_ns)
+            .then_with(|| a.name.cmp(&b.name))
+            .then_with(|| a.category.cmp(&b.category))
     });
 
     DeviceBreakdown {

@@ -262,8 +262,9 @@ impl CategoryRules {
             let memory = (*category == Category::Memory).then(|| memory_kind(kind, name));
             return Classified { category: *category, memory };
         }
-        let named_collective = name
-            .is_some_and(|name| starts_with_ignoring_case(name, "nccl") || starts_with_ignoring_case(name, "rccl"));
+        let named_collective = name.is_some_and(|name| {
+            starts_with_ignoring_case(name, "nccl") || starts_with_ignoring_case(name, "rccl")
+        });
         if named_collective || has_word(kind, &["communication", "collective", "comm", "nccl", "rccl"]) {
             return Classified { category: Category::Communication, memory: None };
         }
@@ -308,6 +309,7 @@ pub fn is_synchronization(name: &str) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use super::*;
 
@@ -315,15 +317,24 @@ mod tests {
     fn the_built_in_rule() {
         let rules = CategoryRules::new();
         let of = |kind: &str, name: Option<&str>| rules.classify(kind, name);
-        assert_eq!(of("kernel", Some("ncclKernel_AllReduce_RING_LL_Sum_float")).category, Category::Communication);
+        assert_eq!(
+            of("kernel", Some("ncclKernel_AllReduce_RING_LL_Sum_float")).category,
+            Category::Communication
+        );
         assert_eq!(of("gpu_kernel", Some("RCCL_allgather")).category, Category::Communication);
-        assert_eq!(of("gpu_kernel", Some("void at::native::vectorized_elementwise_kernel")).category, Category::Compute);
+        assert_eq!(
+            of("gpu_kernel", Some("void at::native::vectorized_elementwise_kernel")).category,
+            Category::Compute
+        );
         assert_eq!(of("gpu_kernel", Some("my_nccl_like")).category, Category::Compute);
         assert_eq!(of("gpu_communication", None).category, Category::Communication);
         assert_eq!(of("Kernel", Some("memcpy_kernel")).category, Category::Compute);
         let copy = of("gpu_memcpy", Some("Memcpy HtoD (Pageable -> Device)"));
         assert_eq!((copy.category, copy.memory), (Category::Memory, Some(MemoryKind::MemcpyHtoD)));
-        assert_eq!(of("gpu_memcpy", Some("Memcpy DtoD (Device -> Device)")).memory, Some(MemoryKind::MemcpyDtoD));
+        assert_eq!(
+            of("gpu_memcpy", Some("Memcpy DtoD (Device -> Device)")).memory,
+            Some(MemoryKind::MemcpyDtoD)
+        );
         assert_eq!(of("memcpy_ptop", None).memory, Some(MemoryKind::MemcpyPtoP));
         assert_eq!(of("gpu_memcpy", None).memory, Some(MemoryKind::MemcpyUnspecified));
         assert_eq!(of("gpu_memset", Some("Memset (Device)")).memory, Some(MemoryKind::Memset));

@@ -222,8 +222,10 @@ pub fn diff(a: &Breakdown, b: &Breakdown) -> BreakdownDiff {
 fn device_diff(a: &DeviceBreakdown, b: &DeviceBreakdown, matched_by: &str) -> DeviceDiff {
     let change = |x: u64, y: u64| Change::of(u128::from(x), u128::from(y));
     let key = |row: &KernelRow| (row.name.clone(), row.category);
-    let in_b: std::collections::BTreeMap<_, &KernelRow> = b.kernels.iter().map(|row| (key(row), row)).collect();
-    let in_a: std::collections::BTreeMap<_, &KernelRow> = a.kernels.iter().map(|row| (key(row), row)).collect();
+    let in_b: std::collections::BTreeMap<_, &KernelRow> =
+        b.kernels.iter().map(|row| (key(row), row)).collect();
+    let in_a: std::collections::BTreeMap<_, &KernelRow> =
+        a.kernels.iter().map(|row| (key(row), row)).collect();
     let mut changed: Vec<KernelChange> = a
         .kernels
         .iter()
@@ -247,7 +249,8 @@ fn device_diff(a: &DeviceBreakdown, b: &DeviceBreakdown, matched_by: &str) -> De
             .then_with(|| (&x.name, x.category).cmp(&(&y.name, y.category)))
     });
     // Kernel lists are sorted by summed time already.
-    let appeared = b.kernels.iter().filter(|row| !in_a.contains_key(&key(row))).map(KernelPresence::of).collect();
+    let appeared =
+        b.kernels.iter().filter(|row| !in_a.contains_key(&key(row))).map(KernelPresence::of).collect();
     let disappeared =
         a.kernels.iter().filter(|row| !in_b.contains_key(&key(row))).map(KernelPresence::of).collect();
     DeviceDiff {

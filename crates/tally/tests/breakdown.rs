@@ -66,7 +66,9 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
         for device in devices {
             let expected = &theirs[ordinal(device)];
             let at = |key: &str| format!("{name} device {}: {key}", ordinal(device));
-            for key in ["busy_ns", "summed_ns", "count", "categories", "overlap_ns", "exposed_communication_ns"] {
+            for key in
+                ["busy_ns", "summed_ns", "count", "categories", "overlap_ns", "exposed_communication_ns"]
+            {
                 assert_eq!(device[key], expected[key], "{}", at(key));
             }
             for (key, value) in expected["idle"].as_object().unwrap() {
@@ -83,8 +85,16 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
                 .unwrap()
                 .iter()
                 .map(|k| {
-                    json!([k["name"], k["category"], k["count"], k["summed_ns"], k["busy_ns"], k["min_ns"],
-                           k["median_ns"], k["max_ns"]])
+                    json!([
+                        k["name"],
+                        k["category"],
+                        k["count"],
+                        k["summed_ns"],
+                        k["busy_ns"],
+                        k["min_ns"],
+                        k["median_ns"],
+                        k["max_ns"]
+                    ])
                 })
                 .collect();
             assert_eq!(Value::from(kernels), expected["kernels"], "{}", at("kernels"));
@@ -97,8 +107,16 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
             assert_eq!(Value::Object(streams), expected["streams"], "{}", at("streams"));
             communication_seen |= device["categories"]["communication"]["busy_ns"].as_u64().unwrap() > 0;
             // The JSON keys the issue fixes.
-            for key in ["device_uuid", "clock_domain", "clock_kind", "busy_ns", "categories", "overlap_ns",
-                        "exposed_communication_ns", "kernels"] {
+            for key in [
+                "device_uuid",
+                "clock_domain",
+                "clock_kind",
+                "busy_ns",
+                "categories",
+                "overlap_ns",
+                "exposed_communication_ns",
+                "kernels",
+            ] {
                 assert!(device.get(key).is_some(), "{}", at(key));
             }
         }
@@ -108,11 +126,13 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
 
 #[test]
 fn busy_and_summed_time_beside_htas_figures() {
-    let golden: Value = serde_json::from_str(&std::fs::read_to_string(kineto("hta_golden.json")).unwrap()).unwrap();
+    let golden: Value =
+        serde_json::from_str(&std::fs::read_to_string(kineto("hta_golden.json")).unwrap()).unwrap();
     for name in TRACES {
         let expected = &golden["traces"][name];
         let mine = breakdown_json(&kineto(name), &[]);
-        let busy: u64 = mine["devices"].as_array().unwrap().iter().map(|d| d["busy_ns"].as_u64().unwrap()).sum();
+        let busy: u64 =
+            mine["devices"].as_array().unwrap().iter().map(|d| d["busy_ns"].as_u64().unwrap()).sum();
         let summed: u64 =
             mine["devices"].as_array().unwrap().iter().map(|d| d["summed_ns"].as_u64().unwrap()).sum();
         let hta_busy = expected["merged_busy_us"].as_f64().unwrap();
@@ -175,7 +195,9 @@ fn by_iteration_splits_the_profiler_steps() {
         let overlapped = row["overlap_ns"]["communication&compute"].as_u64().unwrap();
         assert_eq!(row["exposed_communication_ns"].as_u64().unwrap() + overlapped, communication);
     }
-    assert!(breakdown_json(&kineto("nccl-distributed.json.gz"), &[])["devices"][0].get("iterations").is_none());
+    assert!(
+        breakdown_json(&kineto("nccl-distributed.json.gz"), &[])["devices"][0].get("iterations").is_none()
+    );
 }
 
 #[test]
@@ -234,7 +256,8 @@ fn bad_input_names_the_file_and_line_and_exits_non_zero() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.jsonl");
     std::fs::write(&bad, "{\"schema_version\": 2, \"event_type\": \"infer.nope\"}\n").unwrap();
-    for command in [vec!["breakdown", bad.to_str().unwrap()], vec!["diff", bad.to_str().unwrap(), bad.to_str().unwrap()]]
+    for command in
+        [vec!["breakdown", bad.to_str().unwrap()], vec!["diff", bad.to_str().unwrap(), bad.to_str().unwrap()]]
     {
         let output = tally(&command);
         assert_eq!(output.status.code(), Some(1), "{command:?}");
@@ -252,8 +275,19 @@ fn bad_input_names_the_file_and_line_and_exits_non_zero() {
 fn help_documents_the_json_keys() {
     let output = tally(&["breakdown", "--help"]);
     let help = String::from_utf8_lossy(&output.stdout);
-    for key in ["device_uuid", "clock_domain", "clock_kind", "busy_ns", "categories", "overlap_ns",
-                "\"communication&compute\"", "\"memory&compute\"", "exposed_communication_ns", "kernels", "summed_ns"] {
+    for key in [
+        "device_uuid",
+        "clock_domain",
+        "clock_kind",
+        "busy_ns",
+        "categories",
+        "overlap_ns",
+        "\"communication&compute\"",
+        "\"memory&compute\"",
+        "exposed_communication_ns",
+        "kernels",
+        "summed_ns",
+    ] {
         assert!(help.contains(key), "{key} in --help");
     }
 }

@@ -19,6 +19,7 @@ use crate::workspace_root;
 
 mod account;
 mod artifact;
+mod breakdown;
 mod conform;
 mod distributed;
 pub mod generate;
@@ -41,6 +42,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("python-profile", python_profile::run),
     ("distributed", distributed::run),
     ("trace", trace::run),
+    ("breakdown", breakdown::run),
     ("onnx", onnx::run),
     ("torch", torch::run),
     ("conform", conform::run),

@@ -53,9 +53,9 @@ impl<W: Write> Write for Counted<W> {
     }
 }
 
-struct Generated {
-    bytes: u64,
-    events: u64,
+pub(super) struct Generated {
+    pub(super) bytes: u64,
+    pub(super) events: u64,
 }
 
 /// The source trace's header (all but its events) and its events.
@@ -130,7 +130,7 @@ fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
 }
 
 /// The generated trace, reused while its recorded size matches.
-fn trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
+pub(super) fn trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
     let path = scratch.join(format!("kineto-{}mb.json", target_bytes / 1_000_000));
     let [bytes, events] = super::cached_input(&path, |path| {
         let made = generate(path, target_bytes)?;
@@ -140,7 +140,7 @@ fn trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generate
 }
 
 /// `command`, pinned to one core where `taskset` exists.
-fn one_core(program: &Path) -> Command {
+pub(super) fn one_core(program: &Path) -> Command {
     let pinned = Command::new("taskset").arg("--version").output().is_ok_and(|out| out.status.success());
     if pinned {
         let mut command = Command::new("taskset");
@@ -152,7 +152,7 @@ fn one_core(program: &Path) -> Command {
 }
 
 /// A Python that imports HTA: `TALLY_HTA_PYTHON`, else the reference one.
-fn hta_python(ctx: &BenchContext) -> Option<PathBuf> {
+pub(super) fn hta_python(ctx: &BenchContext) -> Option<PathBuf> {
     let candidates = std::env::var_os("TALLY_HTA_PYTHON")
         .map(PathBuf::from)
         .into_iter()
@@ -166,7 +166,7 @@ fn hta_python(ctx: &BenchContext) -> Option<PathBuf> {
 /// difference across one run is that run's CPU time, which a machine shared
 /// with other work does not inflate as it does wall time.
 #[allow(unsafe_code, reason = "getrusage has no safe wrapper in std")]
-fn children_cpu_seconds() -> f64 {
+pub(super) fn children_cpu_seconds() -> f64 {
     // SAFETY: rusage is plain old data; zeroed is a valid value for it.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: the pointer is to a live local.

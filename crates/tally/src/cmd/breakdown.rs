@@ -161,7 +161,12 @@ fn write_table(out: &mut impl Write, result: &Breakdown, top: usize) -> std::io:
     Ok(())
 }
 
-fn device_table(out: &mut impl Write, number: usize, device: &DeviceBreakdown, top: usize) -> std::io::Result<()> {
+fn device_table(
+    out: &mut impl Write,
+    number: usize,
+    device: &DeviceBreakdown,
+    top: usize,
+) -> std::io::Result<()> {
     writeln!(out, "device {number}: {} {} ({})", device.device_uuid, device.clock_domain, device.clock_kind)?;
     writeln!(
         out,
@@ -229,7 +234,11 @@ fn device_table(out: &mut impl Write, number: usize, device: &DeviceBreakdown, t
             ns(latency.clock_uncertainty_ns)
         )?;
     } else {
-        writeln!(out, "  launch latency: no activity links to a launch call ({} activities)", latency.unlinked)?;
+        writeln!(
+            out,
+            "  launch latency: no activity links to a launch call ({} activities)",
+            latency.unlinked
+        )?;
     }
     let shown: Vec<Vec<String>> = device
         .kernels

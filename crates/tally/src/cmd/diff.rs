@@ -100,7 +100,12 @@ fn cells(label: &str, change: &Change) -> Vec<String> {
     ]
 }
 
-fn write_table(out: &mut impl Write, compared: &BreakdownDiff, args: &Args, top: usize) -> std::io::Result<()> {
+fn write_table(
+    out: &mut impl Write,
+    compared: &BreakdownDiff,
+    args: &Args,
+    top: usize,
+) -> std::io::Result<()> {
     writeln!(out, "A = {} (run {})", args.a.display(), compared.run_a.as_deref().unwrap_or("-"))?;
     writeln!(out, "B = {} (run {})", args.b.display(), compared.run_b.as_deref().unwrap_or("-"))?;
     for device in &compared.devices {
@@ -141,7 +146,9 @@ fn write_table(out: &mut impl Write, compared: &BreakdownDiff, args: &Args, top:
             writeln!(out, "  kernels changed most in summed time")?;
             table(out, &["kernel", "count", "A", "B", "change", "%"], &changed)?;
         }
-        for (title, list) in [("appeared", &device.kernels_appeared), ("disappeared", &device.kernels_disappeared)] {
+        for (title, list) in
+            [("appeared", &device.kernels_appeared), ("disappeared", &device.kernels_disappeared)]
+        {
             if list.is_empty() {
                 continue;
             }
@@ -149,7 +156,9 @@ fn write_table(out: &mut impl Write, compared: &BreakdownDiff, args: &Args, top:
             let rows: Vec<Vec<String>> = list
                 .iter()
                 .take(top)
-                .map(|kernel| vec![shorten(&kernel.name), kernel.count.to_string(), readable_ns(kernel.summed_ns)])
+                .map(|kernel| {
+                    vec![shorten(&kernel.name), kernel.count.to_string(), readable_ns(kernel.summed_ns)]
+                })
                 .collect();
             table(out, &["kernel", "count", "summed"], &rows)?;
         }
