@@ -87,11 +87,18 @@ pub struct RunOptions<'a> {
     /// The import options for the traces among the inputs (called once, only
     /// when there are traces).
     pub import: &'a dyn Fn(&[&OpenedInput]) -> Result<ImportOptions, String>,
+    /// Keep each activity's labels (name, CUDA correlation ID and scope:
+    /// [`StreamingResolver::keeping_labels`]), as the overlap breakdown
+    /// needs; accounting does not, and is faster without them.
+    pub keep_labels: bool,
 }
 
 impl fmt::Debug for RunOptions<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunOptions").field("max_record_bytes", &self.max_record_bytes).finish_non_exhaustive()
+        f.debug_struct("RunOptions")
+            .field("max_record_bytes", &self.max_record_bytes)
+            .field("keep_labels", &self.keep_labels)
+            .finish_non_exhaustive()
     }
 }
 
@@ -177,6 +184,9 @@ pub fn resolve_inputs(
     watcher: &mut dyn Watcher,
 ) -> Result<StreamedRun, RunError> {
     let mut resolver = StreamingResolver::new();
+    if options.keep_labels {
+        resolver = resolver.keeping_labels();
+    }
     let mut names: Vec<String> = Vec::new();
     let locate = |names: &[String], error: ResolveError| {
         let record = error.record();
@@ -276,6 +286,10 @@ pub fn resolve_inputs(
 pub fn resolve_paths(paths: &[PathBuf]) -> Result<StreamedRun, RunError> {
     let inputs = open_inputs(paths, None)?;
     let import = |traces: &[&OpenedInput]| default_import_options(traces, None);
-    let options = RunOptions { max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES, import: &import };
+    let options = RunOptions {
+        max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
+        import: &import,
+        keep_labels: false,
+    };
     resolve_inputs(inputs, &options, &mut Unwatched)
 }

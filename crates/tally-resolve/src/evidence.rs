@@ -39,14 +39,19 @@ pub struct ActivityFacts<'g> {
     /// What it is, as written in `activity_kind` (`gpu_kernel`,
     /// `gpu_memcpy`, `cuda_runtime`, ...).
     pub kind: &'g str,
-    /// Its name, as [`activity_name`] reads it from the metadata.
+    /// Its name, as [`activity_name`] reads it from the metadata. This and
+    /// the two correlation fields are the activity's *labels*: a
+    /// [`crate::StreamedRun`] has them only when its resolver kept them
+    /// ([`crate::StreamingResolver::keeping_labels`],
+    /// [`crate::StreamedRun::labels_kept`]), and reads `None` otherwise.
     pub name: Option<&'g str>,
     /// The clock domain and kind of its context, device or not.
     pub clock: (&'g str, ClockKind),
     /// Its CUDA (CUPTI) correlation ID: a launch call and the work it
-    /// launched share it within one `correlation_scope`.
+    /// launched share it within one `correlation_scope` (a label, see
+    /// [`ActivityFacts::name`]).
     pub cuda_correlation_id: Option<u64>,
-    /// The scope its correlation IDs are unique in.
+    /// The scope its correlation IDs are unique in (a label).
     pub correlation_scope: Option<&'g EntityRef>,
 }
 

@@ -186,18 +186,80 @@ impl Arena {
 struct Names {
     numbers: FastHashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
+    /// The number last given: consecutive records of a trace repeat a
+    /// kernel's name, and comparing ~200 bytes costs less than hashing them.
+    last: Option<u32>,
 }
 
 impl Names {
     fn number(&mut self, name: &str) -> u32 {
-        if let Some(&number) = self.numbers.get(name) {
-            return number;
+        if let Some(last) = self.last
+            && *self.names[last as usize] == *name
+        {
+            return last;
         }
-        let number = self.names.len() as u32;
-        self.names.push(name.into());
-        self.numbers.insert(name.into(), number);
+        let number = match self.numbers.get(name) {
+            Some(&number) => number,
+            None => {
+                let number = self.names.len() as u32;
+                self.names.push(name.into());
+                self.numbers.insert(name.into(), number);
+                number
+            }
+        };
+        self.last = Some(number);
         number
     }
+}
+
+/// What an activity is and where it ran, one entry shared by every activity
+/// with the same device, clock and kind (a handful per run), so a row names
+/// all four with one index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct ActivityClass {
+    /// Device slot, or [`NONE`].
+    device: u32,
+    /// `activity_kind` and the context's clock domain, in `names`.
+    kind: u32,
+    clock_domain: u32,
+    clock_kind: ClockKind,
+}
+
+/// Distinct [`ActivityClass`]es, numbered.
+#[derive(Debug, Default)]
+struct Classes {
+    numbers: FastHashMap<ActivityClass, u32>,
+    classes: Vec<ActivityClass>,
+    last: Option<u32>,
+}
+
+impl Classes {
+    fn number(&mut self, class: ActivityClass) -> u32 {
+        if let Some(last) = self.last
+            && self.classes[last as usize] == class
+        {
+            return last;
+        }
+        let next = self.classes.len() as u32;
+        let number = *self.numbers.entry(class).or_insert(next);
+        if number == next {
+            self.classes.push(class);
+        }
+        self.last = Some(number);
+        number
+    }
+}
+
+/// An activity's labels, kept beside its row only when the resolver was
+/// asked to ([`StreamingResolver::keeping_labels`]): accounting reads none
+/// of them, and interning a kernel name per record is a hash of ~200 bytes.
+#[derive(Debug, Clone, Copy)]
+struct ActivityLabels {
+    /// In `names`, or [`NONE`].
+    name: u32,
+    /// Correlation scope slot, or [`NONE`].
+    scope: u32,
+    correlation: Option<u64>,
 }
 
 /// Distinct entity references, each stored once and named by a slot.
@@ -278,20 +340,12 @@ struct ActivityRow {
     listed_len: u32,
     /// Index in `kept_refs`, for activities a report lists by reference.
     reference: u32,
-    device: u32,
-    /// `activity_kind`, its name and its context's clock domain, in `names`.
-    kind: u32,
-    name: u32,
-    clock_domain: u32,
-    /// Correlation scope slot.
-    scope: u32,
-    /// Meaningful when `has_correlation`.
-    correlation: u64,
+    /// Its device, clock and kind, in `classes` (one index where three
+    /// would make every row 8 bytes larger).
+    class: u32,
     domain: ActivityDomain,
-    clock_kind: ClockKind,
     complete: bool,
     has_stream: bool,
-    has_correlation: bool,
 }
 
 /// What is worth knowing once about a shared context.
@@ -304,6 +358,17 @@ struct ContextInfo {
     monotonic: bool,
     clock_domain: u32,
     clock_kind: ClockKind,
+}
+
+impl ContextInfo {
+    fn class(&self, kind: u32) -> ActivityClass {
+        ActivityClass {
+            device: self.device,
+            kind,
+            clock_domain: self.clock_domain,
+            clock_kind: self.clock_kind,
+        }
+    }
 }
 
 /// Resolves a stream of records one at a time, keeping no event.
@@ -347,6 +412,11 @@ pub struct StreamingResolver {
     roles: FastHashMap<String, u32>,
     /// Activity kinds and names and clock domains.
     names: Names,
+    classes: Classes,
+    /// Whether `activity_labels` is kept.
+    keep_labels: bool,
+    /// Row `i` labels activity row `i`, when `keep_labels`.
+    activity_labels: Chunked<ActivityLabels>,
     scopes: Refs,
     event_ids: Arena,
     requests: FastHashMap<(u32, u32), u32>,
@@ -373,6 +443,17 @@ impl StreamingResolver {
     /// An empty resolver.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The same resolver, also keeping each activity's name, CUDA
+    /// correlation ID and correlation scope ([`ActivityFacts::name`],
+    /// [`ActivityFacts::cuda_correlation_id`],
+    /// [`ActivityFacts::correlation_scope`]), which the overlap breakdown
+    /// reads and accounting does not. Without it they read `None`, and each
+    /// activity costs neither the time to intern them nor their memory.
+    pub fn keeping_labels(mut self) -> Self {
+        self.keep_labels = true;
+        self
     }
 
     /// An empty resolver with room for about `records` records, so its
@@ -665,6 +746,15 @@ impl StreamingResolver {
             }
             None => {}
         }
+        let kind = self.names.number(&body.activity_kind);
+        if self.keep_labels {
+            let labels = ActivityLabels {
+                name: activity_name(event.metadata()).map_or(NONE, |name| self.names.number(name)),
+                scope: body.correlation_scope.as_ref().map_or(NONE, |scope| self.scopes.slot(scope)),
+                correlation: body.cuda_correlation_id,
+            };
+            self.activity_labels.push(labels);
+        }
         let gpu = body.activity_domain == ActivityDomain::Gpu;
         // Kept only where a report lists the activity by reference.
         let listed_by_reference = body.iteration_ref.is_none() || (gpu && (info.device == NONE || !complete));
@@ -684,16 +774,9 @@ impl StreamingResolver {
             listed,
             listed_len,
             reference,
-            device: info.device,
-            kind: self.names.number(&body.activity_kind),
-            name: activity_name(event.metadata()).map_or(NONE, |name| self.names.number(name)),
-            clock_domain: info.clock_domain,
-            scope: body.correlation_scope.as_ref().map_or(NONE, |scope| self.scopes.slot(scope)),
-            correlation: body.cuda_correlation_id.unwrap_or(0),
+            class: self.classes.number(info.class(kind)),
             domain: body.activity_domain,
-            clock_kind: info.clock_kind,
             complete,
-            has_correlation: body.cuda_correlation_id.is_some(),
         }
     }
 
@@ -785,6 +868,8 @@ impl StreamingResolver {
             kept_refs: self.kept_refs,
             missing,
             names: self.names.names,
+            classes: self.classes.classes,
+            activity_labels: self.keep_labels.then_some(self.activity_labels),
             scopes: self.scopes.refs,
             alignments: self.alignment_rows.into_iter().map(|(_, key)| key).collect(),
         })
@@ -851,8 +936,20 @@ pub struct StreamedRun {
     kept_refs: Vec<EntityRef>,
     missing: Vec<Missing>,
     names: Vec<Box<str>>,
+    classes: Vec<ActivityClass>,
+    /// Row `i` labels activity row `i`; `None` unless the resolver kept
+    /// labels.
+    activity_labels: Option<Chunked<ActivityLabels>>,
     scopes: Vec<Arc<EntityRef>>,
     alignments: Vec<AlignmentSlots>,
+}
+
+impl StreamedRun {
+    /// Whether activities carry their names, CUDA correlation IDs and
+    /// correlation scopes ([`StreamingResolver::keeping_labels`]).
+    pub fn labels_kept(&self) -> bool {
+        self.activity_labels.is_some()
+    }
 }
 
 impl ResolvedEvidence for StreamedRun {
@@ -872,7 +969,12 @@ impl ResolvedEvidence for StreamedRun {
     }
 
     fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_ {
-        self.activity_rows.iter().map(|row| {
+        let no_labels = ActivityLabels { name: NONE, scope: NONE, correlation: None };
+        let mut labels = self.activity_labels.as_ref().map(Chunked::iter);
+        self.activity_rows.iter().map(move |row| {
+            // Pushed beside each row, so there is one per row when kept.
+            let labels = labels.as_mut().and_then(Iterator::next).copied().unwrap_or(no_labels);
+            let class = self.classes[row.class as usize];
             let busy = if !row.complete {
                 None
             } else if row.listed == NONE {
@@ -881,8 +983,8 @@ impl ResolvedEvidence for StreamedRun {
                 let first = row.listed as usize;
                 self.intervals.get(first..first + row.listed_len as usize).map(BusyIntervals::Listed)
             };
-            let device = (row.device != NONE).then(|| {
-                let (uuid, domain, kind) = &self.device_names[row.device as usize];
+            let device = (class.device != NONE).then(|| {
+                let (uuid, domain, kind) = &self.device_names[class.device as usize];
                 (&**uuid, &**domain, *kind)
             });
             let iteration = (row.iteration != NONE)
@@ -897,11 +999,11 @@ impl ResolvedEvidence for StreamedRun {
                 busy,
                 stream_id: row.has_stream.then_some(row.stream_id),
                 iteration,
-                kind: &self.names[row.kind as usize],
-                name: (row.name != NONE).then(|| &*self.names[row.name as usize]),
-                clock: (&self.names[row.clock_domain as usize], row.clock_kind),
-                cuda_correlation_id: row.has_correlation.then_some(row.correlation),
-                correlation_scope: (row.scope != NONE).then(|| &*self.scopes[row.scope as usize]),
+                kind: &self.names[class.kind as usize],
+                name: (labels.name != NONE).then(|| &*self.names[labels.name as usize]),
+                clock: (&self.names[class.clock_domain as usize], class.clock_kind),
+                cuda_correlation_id: labels.correlation,
+                correlation_scope: (labels.scope != NONE).then(|| &*self.scopes[labels.scope as usize]),
             }
         })
     }
@@ -945,7 +1047,7 @@ pub fn resolve_streaming<'a, R>(records: impl IntoIterator<Item = &'a R>) -> Res
 where
     R: AsCorrelationEvent + 'a,
 {
-    let mut resolver = StreamingResolver::new();
+    let mut resolver = StreamingResolver::new().keeping_labels();
     for (index, record) in records.into_iter().enumerate() {
         resolver.push(index, record)?;
     }

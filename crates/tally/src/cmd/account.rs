@@ -51,7 +51,7 @@ pub struct Args {
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let run = match resolve_files(&args.files, &args.trace, &args.limits) {
+    let run = match resolve_files(&args.files, &args.trace, &args.limits, false) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
@@ -76,15 +76,18 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
 /// Reads every file of one run and resolves their records together as
 /// they stream by (`tally::run`), with a progress bar on a terminal. The
 /// error is the first rejection, ready to print (`FILE: line N: reason`).
+/// `keep_labels`: keep activity names and launch correlations (the
+/// breakdown reads them; accounting does not).
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
     limits: &super::output::LimitArgs,
+    keep_labels: bool,
 ) -> Result<StreamedRun, String> {
     let inputs = super::input::open_inputs(files, trace.input_format)?;
     let import =
         |traces: &[&tally_trace::OpenedInput]| trace.options(traces).map_err(|error| format!("{error:#}"));
-    let options = RunOptions { max_record_bytes: limits.max_record_bytes, import: &import };
+    let options = RunOptions { max_record_bytes: limits.max_record_bytes, import: &import, keep_labels };
     resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {
         RunError::Artifact(error) => super::output::artifact_message(&error),
         other => other.to_string(),

@@ -100,7 +100,8 @@ pub(crate) fn run_breakdown(
     let mut trace = trace.clone();
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
-    let run = resolve_files(files, &trace, limits)?;
+    // Names and launch correlations classify work and link launches.
+    let run = resolve_files(files, &trace, limits, true)?;
     let result = breakdown(&run, options);
     // The process ends soon; the OS takes the memory back at once.
     std::mem::forget(run);

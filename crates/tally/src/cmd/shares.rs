@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits) {
+    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits, false) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
