@@ -885,8 +885,17 @@ fn finish_device<'a>(
     let mut kernel_rows: Vec<KernelRow> = kernels
         .into_iter()
         .map(|mut entry| {
-            entry.durations.sort_unstable();
-            let durations = &entry.durations;
+            // min, max and the lower median in linear time: a selection,
+            // not a sort of every kernel's durations.
+            let durations = &mut entry.durations;
+            let (min_ns, max_ns) =
+                (durations.iter().copied().min().unwrap_or(0), durations.iter().copied().max().unwrap_or(0));
+            let median_ns = if durations.is_empty() {
+                0
+            } else {
+                let middle = (durations.len() - 1) / 2;
+                *durations.select_nth_unstable(middle).1
+            };
             KernelRow {
                 name: entry.name,
                 category: entry.category,
@@ -894,9 +903,9 @@ fn finish_device<'a>(
                 summed_ns: entry.summed,
                 busy_ns: entry.sweep.finish(),
                 share_of_busy: if busy == 0 { 0.0 } else { entry.sweep.finish() as f64 / busy as f64 },
-                min_ns: durations.first().copied().unwrap_or(0),
-                median_ns: durations.get(durations.len().saturating_sub(1) / 2).copied().unwrap_or(0),
-                max_ns: durations.last().copied().unwrap_or(0),
+                min_ns,
+                median_ns,
+                max_ns,
             }
         })
         .collect();
