@@ -25,8 +25,8 @@ const NOT_PARSED: &str = "ONNX parameters are not parsed without the optional on
 ///
 /// The hooks are inherent methods returning `PyResult` (for the `tally`
 /// Python package, which calls them with the GIL held); the
-/// [`ResourceProfileAdapter`] implementation attaches to Python and turns
-/// an exception into a [`HookError`] named after its class.
+/// [`ResourceProfileAdapter`](tally_profile::ResourceProfileAdapter) implementation attaches to Python and turns
+/// an exception into a [`HookError`](tally_profile::HookError) named after its class.
 #[derive(Debug)]
 pub struct OnnxAdapter {
     extractor: Py<PyAny>,

@@ -51,8 +51,8 @@ struct AllocatorWindow {
 ///
 /// The hooks are inherent methods returning `PyResult` (the `tally` Python
 /// package calls them with the GIL held and hands torch's exceptions to the
-/// caller as they are); the [`ResourceProfileAdapter`] implementation
-/// attaches to Python and turns an exception into a [`HookError`] named
+/// caller as they are); the [`ResourceProfileAdapter`](tally_profile::ResourceProfileAdapter) implementation
+/// attaches to Python and turns an exception into a [`HookError`](tally_profile::HookError) named
 /// after its class.
 #[derive(Debug)]
 pub struct TorchAdapter {
