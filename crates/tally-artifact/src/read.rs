@@ -158,6 +158,10 @@ pub struct ReadOptions {
     /// The longest line accepted, in bytes ([`DEFAULT_MAX_RECORD_BYTES`]);
     /// a longer one is an [`ErrorKind::Limit`] error at its line.
     pub max_record_bytes: usize,
+    /// Whether a small input (see [`read_mapped`]) is read and decoded on
+    /// the calling thread, with no thread started (the results are the
+    /// same; off only to test the pipeline on small inputs).
+    pub inline_small_inputs: bool,
 }
 
 impl Default for ReadOptions {
@@ -167,6 +171,7 @@ impl Default for ReadOptions {
             chunk_bytes: 256 << 10,
             fast_path: true,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
+            inline_small_inputs: true,
         }
     }
 }
@@ -207,7 +212,8 @@ pub struct ReadStats {
 /// order, one batch at a time, without holding the whole artifact: the
 /// stream is read in windows of whole lines, each window's lines decoded
 /// concurrently. A reader thread reads (and decompresses) the next window
-/// while the current one decodes.
+/// while the current one decodes. A small input is read and decoded on the
+/// calling thread instead (see [`read_mapped`]).
 ///
 /// v4 definitions are found first in each window (every line that could be
 /// one, cheaply told by its bytes), registered in file order, and a
@@ -227,6 +233,13 @@ pub fn read_batches<R: Read + Send>(
 /// count, a check) does that work, and frees the records, in parallel, and
 /// `sink` receives the summaries in file order. Batches after the first
 /// error may be mapped but are never handed to `sink`.
+///
+/// A small input, whose text ends within its first 64 KiB and its first
+/// window, is read, decoded and handed on by the calling thread alone, with
+/// no thread started (unless [`ReadOptions::inline_small_inputs`] is off):
+/// the pipeline would overlap nothing, and its start-up would cost more
+/// than the decoding. Either way the same steps run in the same order, on
+/// the same windows, so the records and the first error are the same.
 ///
 /// ```
 /// use tally_artifact::{read_mapped, ReadOptions};
@@ -261,14 +274,46 @@ where
         chunk_bytes: options.chunk_bytes.max(1),
         fast: options.fast_path,
         max_record: options.max_record_bytes.max(1),
+        next_line: 1,
     };
-    let max_record = state.max_record;
+    let stream = decompressed(reader).map_err(|error| ArtifactError::io(source_name, &error))?;
+    let mut source = WindowSource::new(stream, window_bytes, state.max_record);
+    let first = source.start();
+    if options.inline_small_inputs
+        && let Some(mut message) = first
+    {
+        // A small input: every step on this thread, one after the other
+        // (its one window, or the lines before a read error and the error).
+        loop {
+            let decoded = state.decode_message(message, &map, drop)?;
+            if stats.add(decoded, &mut sink)? {
+                return Ok(stats);
+            }
+            message = source.next_window(None);
+        }
+    }
+    let more = match &first {
+        None => true,
+        Some(Ok((_, last))) => !last,
+        Some(Err(_)) => false,
+    };
     let map = &map;
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
         let (recycle, recycled) = mpsc::channel::<Window>();
-        scope.spawn(move || read_windows(reader, (window_bytes, max_record), &sender, &recycled));
+        if more {
+            scope.spawn(move || {
+                loop {
+                    let message = source.next_window(recycled.try_recv().ok());
+                    let stop = !matches!(message, Ok((_, false)));
+                    // A closed channel means the consumer stopped on an error.
+                    if sender.send(message).is_err() || stop {
+                        return;
+                    }
+                }
+            });
+        }
         // Decoding runs a window ahead of `sink`, on its own thread, so the
         // caller's serial work on one window overlaps the parallel decoding
         // of the next. Windows still reach `sink` in file order, each whole
@@ -278,27 +323,10 @@ where
         // more records than that in memory.
         let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<T>, ArtifactError>>(0);
         scope.spawn(move || {
-            let mut next_line = 1;
-            for message in &receiver {
-                let result = message
-                    .map_err(|error| match error.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
-                        // The unfinished line is the next one after every
-                        // line decoded so far.
-                        true => ArtifactError::at_line(
-                            source_name,
-                            next_line,
-                            ErrorKind::Limit,
-                            too_long(max_record),
-                        ),
-                        false => ArtifactError::io(source_name, &error),
-                    })
-                    .and_then(|(window, last)| {
-                        let (outputs, lines) = state.decode_window(window.text(), next_line, map)?;
-                        next_line += lines;
-                        let bytes = window.filled as u64;
-                        let _ = recycle.send(window);
-                        Ok(Decoded { outputs, bytes, lines, last })
-                    });
+            for message in first.into_iter().chain(&receiver) {
+                let result = state.decode_message(message, map, |window| {
+                    let _ = recycle.send(window);
+                });
                 let stop = !matches!(result, Ok(Decoded { last: false, .. }));
                 // A closed channel means `sink` stopped on an error.
                 if decoded.send(result).is_err() || stop {
@@ -307,23 +335,34 @@ where
             }
         });
         for message in outputs {
-            let window = message?;
-            stats.bytes += window.bytes;
-            stats.lines += window.lines;
-            for (output, counts) in window.outputs {
-                stats.records += counts.records;
-                stats.compact_records += counts.compact_records;
-                stats.definitions += counts.definitions;
-                stats.decoded.fast += counts.decoded.fast;
-                stats.decoded.exact += counts.decoded.exact;
-                sink(output)?;
-            }
-            if window.last {
+            if stats.add(message?, &mut sink)? {
                 break;
             }
         }
         Ok(stats)
     })
+}
+
+impl ReadStats {
+    /// Counts a decoded window and hands its batches to `sink`, in order;
+    /// whether it was the last.
+    fn add<T>(
+        &mut self,
+        window: Decoded<T>,
+        sink: &mut impl FnMut(T) -> Result<(), ArtifactError>,
+    ) -> Result<bool, ArtifactError> {
+        self.bytes += window.bytes;
+        self.lines += window.lines;
+        for (output, counts) in window.outputs {
+            self.records += counts.records;
+            self.compact_records += counts.compact_records;
+            self.definitions += counts.definitions;
+            self.decoded.fast += counts.decoded.fast;
+            self.decoded.exact += counts.decoded.exact;
+            sink(output)?;
+        }
+        Ok(window.last)
+    }
 }
 
 /// One window's decoded batches, on their way from the decoding thread to
@@ -337,6 +376,7 @@ struct Decoded<T> {
 
 /// A buffer of whole lines. `buffer` stays initialized at its full length,
 /// so a reused window is never zeroed again; `filled` bytes are text.
+#[derive(Default)]
 struct Window {
     buffer: Vec<u8>,
     filled: usize,
@@ -348,82 +388,141 @@ impl Window {
     }
 }
 
-/// The producer: whole-line windows, the last flagged. A line that does not
-/// fit grows the window geometrically (so one huge line costs linear time,
-/// not one copy per window), up to the record limit, past which it is an
-/// error: memory stays within about twice the limit.
-fn read_windows<R: Read>(
-    reader: R,
-    (window_bytes, max_record): (usize, usize),
-    sender: &mpsc::SyncSender<io::Result<(Window, bool)>>,
-    recycled: &mpsc::Receiver<Window>,
-) {
-    let mut stream = match decompressed(reader) {
-        Ok(stream) => stream,
-        Err(error) => {
-            let _ = sender.send(Err(error));
-            return;
+/// How much of an input the calling thread reads before it decides how to
+/// read the rest: an input that ends within these bytes (and within its
+/// first window) is small, and decoded there; a larger one is read on by
+/// the pipeline's reader thread, which grows this first buffer to a whole
+/// window, so that a small input never has one zeroed. One chunk of the
+/// ingest reader's windows: a small input gains nothing from the decoding
+/// threads either.
+const START_BYTES: usize = 64 << 10;
+
+/// The producer: whole-line windows of a decompressed stream, the last
+/// flagged. A line that does not fit grows the window geometrically (so one
+/// huge line costs linear time, not one copy per window), up to the record
+/// limit, past which it is an error: memory stays within about twice the
+/// limit.
+struct WindowSource<S> {
+    stream: S,
+    window_bytes: usize,
+    max_record: usize,
+    /// How many bytes the window being read is to hold.
+    wanted: usize,
+    /// The unfinished line after the last window's cut.
+    carry: Vec<u8>,
+    /// The first window, read in part by [`WindowSource::start`].
+    started: Option<Window>,
+    /// A read error met after whole lines, which went out first.
+    failed: Option<io::Error>,
+}
+
+impl<S: Read> WindowSource<S> {
+    fn new(stream: S, window_bytes: usize, max_record: usize) -> Self {
+        Self { stream, window_bytes, max_record, wanted: 0, carry: Vec::new(), started: None, failed: None }
+    }
+
+    /// Reads the first [`START_BYTES`] of the input: the first window when
+    /// the input ends (or fails) within them, `None` when there is more,
+    /// which [`WindowSource::next_window`] goes on with.
+    fn start(&mut self) -> Option<io::Result<(Window, bool)>> {
+        let mut window = self.begin(Window::default(), START_BYTES);
+        let room = window.buffer.len().min(self.wanted);
+        match self.fill(&mut window, room) {
+            Err(error) => Some(self.failure(window, error)),
+            Ok(true) => Some(Ok((window, true))),
+            Ok(false) => {
+                self.started = Some(window);
+                None
+            }
         }
-    };
-    let mut carry: Vec<u8> = Vec::new();
-    loop {
-        let mut window = recycled.try_recv().unwrap_or(Window { buffer: Vec::new(), filled: 0 });
-        // Carried text is an unfinished line: read at least as much again.
-        let growth = window_bytes.max(carry.len());
-        let wanted = (carry.len() + growth).min(max_record.saturating_add(window_bytes)).max(carry.len() + 1);
-        if window.buffer.len() < wanted {
-            // Headroom for the partial line carried in front next time, so a
-            // reused window is not grown (and its pages touched anew) again.
-            window.buffer.resize(wanted + window_bytes / 4, 0);
+    }
+
+    /// The next window, in `spare`'s buffer when there is one. Not to be
+    /// called again after the last window or an error.
+    fn next_window(&mut self, spare: Option<Window>) -> io::Result<(Window, bool)> {
+        if let Some(error) = self.failed.take() {
+            return Err(error);
         }
-        window.buffer[..carry.len()].copy_from_slice(&carry);
-        window.filled = carry.len();
-        carry.clear();
-        let mut eof = false;
-        while window.filled < wanted {
-            match stream.read(&mut window.buffer[window.filled..wanted]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
+        let mut window = match self.started.take() {
+            Some(mut window) => {
+                self.reserve(&mut window, usize::MAX);
+                window
+            }
+            None => self.begin(spare.unwrap_or_default(), usize::MAX),
+        };
+        loop {
+            match self.fill(&mut window, self.wanted) {
+                Err(error) => return self.failure(window, error),
+                Ok(true) => return Ok((window, true)),
+                Ok(false) => {}
+            }
+            match complete_prefix(window.text()) {
+                Some(cut) => {
+                    self.carry.extend_from_slice(&window.buffer[cut..window.filled]);
+                    window.filled = cut;
+                    return Ok((window, false));
                 }
+                // Not one complete line yet: read on, with this text in
+                // front, unless it is already past the limit.
+                None if window.filled > self.max_record => return Err(io::Error::other(LineTooLong)),
+                None => {
+                    self.carry.extend_from_slice(window.text());
+                    window = self.begin(window, usize::MAX);
+                }
+            }
+        }
+    }
+
+    /// Starts a window in `window`'s buffer, of at most `room` bytes for
+    /// now: the carried text in front, and as much again to read.
+    fn begin(&mut self, mut window: Window, room: usize) -> Window {
+        let carried = self.carry.len();
+        let growth = self.window_bytes.max(carried);
+        self.wanted =
+            (carried + growth).min(self.max_record.saturating_add(self.window_bytes)).max(carried + 1);
+        self.reserve(&mut window, room.max(carried + 1));
+        window.buffer[..carried].copy_from_slice(&self.carry);
+        window.filled = carried;
+        self.carry.clear();
+        window
+    }
+
+    /// Makes at least `room` bytes of the window usable, at most the
+    /// window's size; a whole window gets headroom for the partial line
+    /// carried in front next time, so a reused window is not grown (and its
+    /// pages touched anew) again.
+    fn reserve(&self, window: &mut Window, room: usize) {
+        let size = if room >= self.wanted { self.wanted + self.window_bytes / 4 } else { room };
+        if window.buffer.len() < room.min(self.wanted) {
+            window.buffer.resize(size, 0);
+        }
+    }
+
+    /// Reads until the window holds `upto` bytes: whether the stream ended.
+    fn fill(&mut self, window: &mut Window, upto: usize) -> io::Result<bool> {
+        while window.filled < upto {
+            match self.stream.read(&mut window.buffer[window.filled..upto]) {
+                Ok(0) => return Ok(true),
                 Ok(count) => window.filled += count,
                 Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => {
-                    // The whole lines read before the failure come first: a
-                    // bad line among them is the first error in file order,
-                    // as a sequential reader finds it (found by the
-                    // artifact_whole fuzz target on a corrupt gzip).
-                    if let Some(cut) = complete_prefix(window.text()) {
-                        window.filled = cut;
-                        if sender.send(Ok((window, false))).is_err() {
-                            return;
-                        }
-                    }
-                    let _ = sender.send(Err(error));
-                    return;
-                }
+                Err(error) => return Err(error),
             }
         }
-        if eof {
-            let _ = sender.send(Ok((window, true)));
-            return;
-        }
+        Ok(false)
+    }
+
+    /// A failed read: the whole lines read before it come first, and the
+    /// error after them. A bad line among them is then the first error in
+    /// file order, as a sequential reader finds it (found by the
+    /// artifact_whole fuzz target on a corrupt gzip).
+    fn failure(&mut self, mut window: Window, error: io::Error) -> io::Result<(Window, bool)> {
         match complete_prefix(window.text()) {
             Some(cut) => {
-                carry.extend_from_slice(&window.buffer[cut..window.filled]);
                 window.filled = cut;
-                // A closed channel means the consumer stopped on an error.
-                if sender.send(Ok((window, false))).is_err() {
-                    return;
-                }
+                self.failed = Some(error);
+                Ok((window, false))
             }
-            // Not one complete line yet: read on, with this text in front,
-            // unless it is already past the limit.
-            None if window.filled > max_record => {
-                let _ = sender.send(Err(io::Error::other(LineTooLong)));
-                return;
-            }
-            None => carry.extend_from_slice(window.text()),
+            None => Err(error),
         }
     }
 }
@@ -444,11 +543,48 @@ struct WindowState<'a> {
     chunk_bytes: usize,
     fast: bool,
     max_record: usize,
+    /// The line the next window starts at.
+    next_line: u64,
 }
 
 type DefinitionOutcome = Result<(String, std::sync::Arc<CorrelationContext>), String>;
 
+/// One chunk's share of phase 3: its text, first line, registered
+/// definitions and line count.
+type ChunkWork<'c, 'w> = (((&'c &'w [u8], &'c u64), &'c Vec<(u64, Result<(), String>)>), &'c u64);
+
 impl WindowState<'_> {
+    /// Decodes what the window source gave: the window's batches, mapped,
+    /// or the error (a read error, a line past the limit, a bad line) with
+    /// its line; `recycle` takes the spent window.
+    fn decode_message<T: Send>(
+        &mut self,
+        message: io::Result<(Window, bool)>,
+        map: &(impl Fn(RecordBatch) -> T + Sync),
+        recycle: impl FnOnce(Window),
+    ) -> Result<Decoded<T>, ArtifactError> {
+        let (window, last) = message.map_err(|error| {
+            match error.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
+                // The unfinished line is the next one after every line
+                // decoded so far.
+                true => ArtifactError::at_line(
+                    self.source_name,
+                    self.next_line,
+                    ErrorKind::Limit,
+                    too_long(self.max_record),
+                ),
+                false => ArtifactError::io(self.source_name, &error),
+            }
+        })?;
+        let (outputs, lines) = self.decode_window(window.text(), self.next_line, map)?;
+        self.next_line += lines;
+        let bytes = window.filled as u64;
+        recycle(window);
+        Ok(Decoded { outputs, bytes, lines, last })
+    }
+
+    /// Decodes a window's chunks in parallel; a window of one chunk on this
+    /// thread, which rayon would do too, but only after starting its pool.
     fn decode_window<T: Send>(
         &mut self,
         window: &[u8],
@@ -456,11 +592,15 @@ impl WindowState<'_> {
         map: &(impl Fn(RecordBatch) -> T + Sync),
     ) -> Result<(Vec<(T, BatchCounts)>, u64), ArtifactError> {
         let chunks = split_chunks(window, self.chunk_bytes);
+        let parallel = chunks.len() > 1;
         // Phase 1: count lines and find definitions, in parallel.
-        let scans: Vec<(u64, Vec<(u64, DefinitionOutcome)>)> = chunks
-            .par_iter()
-            .map_with(self.interner.clone(), |interner, chunk| scan_chunk(chunk, interner))
-            .collect();
+        let scan = |interner: &mut Interner, chunk: &&[u8]| scan_chunk(chunk, interner);
+        let scans: Vec<(u64, Vec<(u64, DefinitionOutcome)>)> = if parallel {
+            chunks.par_iter().map_with(self.interner.clone(), scan).collect()
+        } else {
+            let mut interner = self.interner.clone();
+            chunks.iter().map(|chunk| scan(&mut interner, chunk)).collect()
+        };
         // Phase 2: register definitions in file order.
         let mut starts = Vec::with_capacity(chunks.len());
         let mut counts = Vec::with_capacity(chunks.len());
@@ -481,22 +621,34 @@ impl WindowState<'_> {
         // Phase 3: decode against the registry, and map, in parallel.
         let registry = &self.registry;
         let fast = (self.fast, self.max_record);
-        let results: Vec<Result<(T, BatchCounts), (u64, LineError)>> = chunks
-            .par_iter()
-            .zip(starts.par_iter())
-            .zip(outcomes.par_iter())
-            .zip(counts.par_iter())
-            .map_with(self.interner.clone(), |interner, (((chunk, start), definitions), lines)| {
-                let batch = decode_chunk(chunk, (*start, *lines), definitions, registry, interner, fast)?;
-                let counts = BatchCounts {
-                    records: batch.records.len() as u64,
-                    compact_records: batch.compact_records,
-                    definitions: batch.definitions,
-                    decoded: batch.decoded,
-                };
-                Ok((map(batch), counts))
-            })
-            .collect();
+        let decode = |interner: &mut Interner, (((chunk, start), definitions), lines): ChunkWork<'_, '_>| {
+            let batch = decode_chunk(chunk, (*start, *lines), definitions, registry, interner, fast)?;
+            let counts = BatchCounts {
+                records: batch.records.len() as u64,
+                compact_records: batch.compact_records,
+                definitions: batch.definitions,
+                decoded: batch.decoded,
+            };
+            Ok((map(batch), counts))
+        };
+        let results: Vec<Result<(T, BatchCounts), (u64, LineError)>> = if parallel {
+            chunks
+                .par_iter()
+                .zip(starts.par_iter())
+                .zip(outcomes.par_iter())
+                .zip(counts.par_iter())
+                .map_with(self.interner.clone(), decode)
+                .collect()
+        } else {
+            let mut interner = self.interner.clone();
+            chunks
+                .iter()
+                .zip(&starts)
+                .zip(&outcomes)
+                .zip(&counts)
+                .map(|work| decode(&mut interner, work))
+                .collect()
+        };
         let mut outputs = Vec::with_capacity(results.len());
         for result in results {
             match result {

@@ -60,19 +60,13 @@ pub fn tally_answer(inputs: &Inputs) -> Reply {
                 Ok(queries) => queries,
                 Err(reason) => return Reply::Failed(reason),
             };
-            // Record by record: a case's files are small, and the parallel
-            // reader's start-up would cost more than the reading.
+            // A case's files are small: the reader decodes each on this
+            // thread, with no pipeline to start.
             let mut records = Vec::new();
             for input in &inputs.inputs {
-                let reader = match tally_artifact::ArtifactReader::open(input) {
-                    Ok(reader) => reader,
+                match tally_artifact::read_artifact(input) {
+                    Ok(read) => records.extend(read),
                     Err(error) => return Reply::Rejected(error.to_string()),
-                };
-                for item in reader {
-                    match item {
-                        Ok((_, record)) => records.push(record),
-                        Err(error) => return Reply::Rejected(error.to_string()),
-                    }
                 }
             }
             match tally_resolve::resolve_inference_events(&records) {

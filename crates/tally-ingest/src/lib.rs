@@ -19,6 +19,7 @@
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
@@ -91,6 +92,10 @@ pub struct RunOptions<'a> {
     /// [`StreamingResolver::keeping_labels`]), as the overlap breakdown
     /// needs; accounting does not, and is faster without them.
     pub keep_labels: bool,
+    /// Whether a small artifact is read and decoded on the calling thread
+    /// ([`ReadOptions::inline_small_inputs`]; the results are the same, and
+    /// it is faster: off only to test the pipeline).
+    pub inline_small_inputs: bool,
 }
 
 impl fmt::Debug for RunOptions<'_> {
@@ -98,6 +103,7 @@ impl fmt::Debug for RunOptions<'_> {
         f.debug_struct("RunOptions")
             .field("max_record_bytes", &self.max_record_bytes)
             .field("keep_labels", &self.keep_labels)
+            .field("inline_small_inputs", &self.inline_small_inputs)
             .finish_non_exhaustive()
     }
 }
@@ -250,13 +256,16 @@ pub fn resolve_inputs(
         let outcome = std::thread::scope(|scope| {
             // Spent batches are freed on a thread of their own: the resolver
             // is the serial part of the pipeline, and freeing thousands of
-            // records per window would lengthen it.
-            let (spent, freeing) = std::sync::mpsc::sync_channel::<RecordBatch>(2);
-            scope.spawn(move || freeing.into_iter().for_each(drop));
+            // records per window would lengthen it. The thread starts with
+            // the second batch: a small file is one batch, and freeing it
+            // here costs less than a thread.
+            let mut spent: Option<SyncSender<RecordBatch>> = None;
+            let mut first = true;
             let read_options = ReadOptions {
                 window_bytes: WINDOW_BYTES,
                 chunk_bytes: WINDOW_BYTES / 8,
                 max_record_bytes: options.max_record_bytes,
+                inline_small_inputs: options.inline_small_inputs,
                 ..ReadOptions::default()
             };
             read_batches(reader, &name, &read_options, |batch| {
@@ -267,7 +276,16 @@ pub fn resolve_inputs(
                         return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
                     }
                 }
-                let _ = spent.send(batch);
+                if std::mem::take(&mut first) {
+                    drop(batch);
+                } else {
+                    let spent = spent.get_or_insert_with(|| {
+                        let (spent, freeing) = sync_channel::<RecordBatch>(2);
+                        scope.spawn(move || freeing.into_iter().for_each(drop));
+                        spent
+                    });
+                    let _ = spent.send(batch);
+                }
                 watcher.window_done();
                 Ok(())
             })
@@ -290,6 +308,7 @@ pub fn resolve_paths(paths: &[PathBuf]) -> Result<StreamedRun, RunError> {
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
         import: &import,
         keep_labels: false,
+        inline_small_inputs: true,
     };
     resolve_inputs(inputs, &options, &mut Unwatched)
 }

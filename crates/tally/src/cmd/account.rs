@@ -87,7 +87,12 @@ pub(crate) fn resolve_files(
     let inputs = super::input::open_inputs(files, trace.input_format)?;
     let import =
         |traces: &[&tally_trace::OpenedInput]| trace.options(traces).map_err(|error| format!("{error:#}"));
-    let options = RunOptions { max_record_bytes: limits.max_record_bytes, import: &import, keep_labels };
+    let options = RunOptions {
+        max_record_bytes: limits.max_record_bytes,
+        import: &import,
+        keep_labels,
+        inline_small_inputs: true,
+    };
     resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {
         RunError::Artifact(error) => super::output::artifact_message(&error),
         other => other.to_string(),
