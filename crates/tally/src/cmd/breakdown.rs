@@ -4,11 +4,10 @@
 //! cause and launch latency; per stream, and per iteration with `--by
 //! iteration`.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, DeviceBreakdown, breakdown};
 use tally_gpu_time::category::{Category, CategoryRules};
 
@@ -125,17 +124,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    match args.format {
-        Layout::Json => {
-            let mut serializer = serde_json::Serializer::pretty(&mut out);
-            result.serialize(&mut serializer).map_err(std::io::Error::other)?;
-            out.write_all(b"\n")?;
-        }
-        Layout::Table => write_table(&mut out, &result, args.top)?,
-    }
-    out.flush()?;
+    super::output::write_report(&result, args.format == Layout::Json, |out| {
+        write_table(out, &result, args.top)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

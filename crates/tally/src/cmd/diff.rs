@@ -2,11 +2,10 @@
 //! `diff`): per device clock and category the change in busy and exposed
 //! time, and the kernels that appeared, disappeared or changed most.
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use serde::Serialize;
 use tally_gpu_time::breakdown::BreakdownOptions;
 use tally_gpu_time::category::Category;
 use tally_gpu_time::diff::{BreakdownDiff, Change, diff};
@@ -71,17 +70,9 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     }
     let compared = diff(&results[0], &results[1]);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    match args.format {
-        Layout::Json => {
-            let mut serializer = serde_json::Serializer::pretty(&mut out);
-            compared.serialize(&mut serializer).map_err(std::io::Error::other)?;
-            out.write_all(b"\n")?;
-        }
-        Layout::Table => write_table(&mut out, &compared, args, args.top)?,
-    }
-    out.flush()?;
+    super::output::write_report(&compared, args.format == Layout::Json, |out| {
+        write_table(out, &compared, args, args.top)
+    })?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -9,6 +9,24 @@ use anyhow::Context;
 use tally_artifact::{ArtifactError, AtomicFile, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
 use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
+/// Writes a report to standard output, buffered and flushed: `value` as
+/// pretty JSON with a final newline when `json`, else what `table` writes.
+pub fn write_report<T: serde::Serialize>(
+    value: &T,
+    json: bool,
+    table: impl FnOnce(&mut io::BufWriter<io::StdoutLock<'static>>) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut out = io::BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    if json {
+        let mut serializer = serde_json::Serializer::pretty(&mut out);
+        value.serialize(&mut serializer).map_err(io::Error::other)?;
+        out.write_all(b"\n")?;
+    } else {
+        table(&mut out)?;
+    }
+    out.flush()
+}
+
 /// Writes `text` to standard output and flushes it. A reader that closed
 /// the pipe ends the command quietly: `main` treats the `BrokenPipe` error
 /// this returns as success, as Unix tools do.
