@@ -265,11 +265,7 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
         let stream = match activity.stream_id {
             None => NONE,
             Some(stream_id) => {
-                let next = work.streams.len() as u32;
-                let stream = *work.stream_index.entry(stream_id).or_insert(next);
-                if stream == next {
-                    work.streams.push((stream_id, GpuTime::default()));
-                }
+                let stream = stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
                 add(&mut work.streams[stream as usize].1, summed);
                 stream
             }
@@ -380,4 +376,22 @@ fn iteration_timings<'a, G: ResolvedEvidence + ?Sized>(
         .collect();
     timings.sort_unstable_by(|a, b| a.iteration_ref.cmp(b.iteration_ref));
     timings
+}
+
+/// The position of `stream_id`'s row in `streams`, in first-seen order: a
+/// new stream gets a default row at the end. The per-device stream tables
+/// of the accounting and of the breakdown are kept this way.
+#[inline]
+pub(crate) fn stream_slot<T: Default>(
+    index: &mut FastHashMap<u64, u32>,
+    streams: &mut Vec<(u64, T)>,
+    stream_id: u64,
+) -> u32 {
+    // A device's streams number far below u32::MAX (one per CUDA stream).
+    let next = streams.len() as u32;
+    let stream = *index.entry(stream_id).or_insert(next);
+    if stream == next {
+        streams.push((stream_id, T::default()));
+    }
+    stream
 }

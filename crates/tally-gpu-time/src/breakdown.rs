@@ -589,11 +589,8 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                 let stream = match activity.stream_id {
                     None => NONE,
                     Some(stream_id) => {
-                        let next = work.streams.len() as u32;
-                        let stream = *work.stream_index.entry(stream_id).or_insert(next);
-                        if stream == next {
-                            work.streams.push((stream_id, [CategoryTime::default(); 4]));
-                        }
+                        let stream =
+                            crate::account::stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
                         add(&mut work.streams[stream as usize].1);
                         stream
                     }
