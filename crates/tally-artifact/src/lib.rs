@@ -72,13 +72,14 @@ mod lines;
 pub mod pyjson;
 mod read;
 mod registry;
+mod scan;
 mod write;
 
 pub use decode::{CONTEXT_EVENT_TYPE, DecodeStats, RecordDecoder};
 pub use error::{ArtifactError, ErrorKind};
 pub use read::{
-    ArtifactReader, DEFAULT_MAX_RECORD_BYTES, ReadOptions, ReadStats, RecordBatch, Sniffed, decompressed,
-    open_artifact, read_artifact, read_artifact_from, read_batches, read_mapped,
+    ArtifactReader, DEFAULT_MAX_RECORD_BYTES, LineSink, ReadOptions, ReadStats, RecordBatch, Sniffed,
+    decompressed, open_artifact, read_artifact, read_artifact_from, read_batches, read_events, read_mapped,
 };
 pub use write::{
     ArtifactEncoder, ArtifactWriter, AtomicFile, EncodeError, Form, context_id, encode_artifact,

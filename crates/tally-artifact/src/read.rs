@@ -10,10 +10,12 @@ use std::sync::mpsc;
 
 use memchr::memmem;
 use rayon::prelude::*;
+use tally_core::view::EventView;
 use tally_core::{CorrelationContext, InferenceRecord};
 
 use crate::decode::{
-    CONTEXT_EVENT_TYPE, DecodeStats, LineError, RecordDecoder, Row, decode_row, definition_of, may_define,
+    CONTEXT_EVENT_TYPE, DecodePath, DecodeStats, LineError, RecordDecoder, Row, decode_row, definition_of,
+    may_define,
 };
 use crate::error::{ArtifactError, ErrorKind};
 use crate::lines::{Lines, complete_prefix};
@@ -257,13 +259,142 @@ pub fn read_mapped<R, T, M, S>(
     source_name: &str,
     options: &ReadOptions,
     map: M,
-    mut sink: S,
+    sink: S,
 ) -> Result<ReadStats, ArtifactError>
 where
     R: Read + Send,
     T: Send,
     M: Fn(RecordBatch) -> T + Sync,
     S: FnMut(T) -> Result<(), ArtifactError>,
+{
+    read_lines(
+        reader,
+        source_name,
+        options,
+        false,
+        &|| Collect { batch: RecordBatch::default(), map: &map },
+        sink,
+    )
+}
+
+/// Receives one chunk of an artifact's lines, in order, on a decoding
+/// thread ([`read_events`]): each record line either as an event read
+/// straight from its bytes or as a record the decoder built.
+pub trait LineSink {
+    /// What the chunk becomes, handed on in file order.
+    type Output: Send;
+    /// Room for about `lines` lines.
+    fn reserve(&mut self, lines: usize) {
+        let _ = lines;
+    }
+    /// A record the decoder built: a legacy record, or an event the view
+    /// path left to the other paths (a rare type, an escape, an error).
+    fn record(&mut self, line: u64, record: InferenceRecord);
+    /// An event the view path read straight from its line; the view
+    /// borrows the line, which is gone once the chunk is done.
+    fn event(&mut self, line: u64, event: &EventView<'_>);
+    /// The chunk is done.
+    fn finish(self) -> Self::Output;
+}
+
+/// What the pipeline needs of a chunk's sink: a [`LineSink`], or
+/// [`read_mapped`]'s batch, which also carries the chunk's counts.
+trait ChunkSink {
+    type Output: Send;
+    fn reserve(&mut self, lines: usize);
+    fn record(&mut self, line: u64, record: InferenceRecord);
+    fn event(&mut self, line: u64, event: &EventView<'_>);
+    fn finish(self, counts: &BatchCounts) -> Self::Output;
+}
+
+impl<L: LineSink> ChunkSink for L {
+    type Output = L::Output;
+
+    fn reserve(&mut self, lines: usize) {
+        LineSink::reserve(self, lines);
+    }
+
+    fn record(&mut self, line: u64, record: InferenceRecord) {
+        LineSink::record(self, line, record);
+    }
+
+    fn event(&mut self, line: u64, event: &EventView<'_>) {
+        LineSink::event(self, line, event);
+    }
+
+    fn finish(self, _counts: &BatchCounts) -> L::Output {
+        LineSink::finish(self)
+    }
+}
+
+/// [`read_mapped`]'s sink: every record built, then mapped.
+struct Collect<'m, M> {
+    batch: RecordBatch,
+    map: &'m M,
+}
+
+impl<T: Send, M: Fn(RecordBatch) -> T> ChunkSink for Collect<'_, M> {
+    type Output = T;
+
+    fn reserve(&mut self, lines: usize) {
+        self.batch.lines.reserve(lines);
+        self.batch.records.reserve(lines);
+    }
+
+    fn record(&mut self, line: u64, record: InferenceRecord) {
+        self.batch.lines.push(line);
+        self.batch.records.push(record);
+    }
+
+    fn event(&mut self, _line: u64, _event: &EventView<'_>) {
+        // read_mapped reads with the view path off, so no line arrives here.
+        unreachable!("read_mapped asks for records only")
+    }
+
+    fn finish(mut self, counts: &BatchCounts) -> T {
+        self.batch.compact_records = counts.compact_records;
+        self.batch.definitions = counts.definitions;
+        self.batch.decoded = counts.decoded;
+        (self.map)(self.batch)
+    }
+}
+
+/// Reads an artifact like [`read_mapped`], but hands each chunk's lines to
+/// a [`LineSink`] made by `start` on the decoding thread, and reads the
+/// ordinary rows of the common types (requests, iterations, stages,
+/// memberships, activities) straight into [`EventView`]s borrowed from
+/// their lines, never building their events: for a caller that only reads
+/// what a view holds (the streaming resolver), that skips every allocation
+/// an event makes. Lines the view path cannot decide are decoded as
+/// [`read_mapped`] decodes them and arrive as records; the results, the
+/// errors and their lines are the same either way.
+pub fn read_events<R, L, S>(
+    reader: R,
+    source_name: &str,
+    options: &ReadOptions,
+    start: impl Fn() -> L + Sync,
+    sink: S,
+) -> Result<ReadStats, ArtifactError>
+where
+    R: Read + Send,
+    L: LineSink,
+    S: FnMut(L::Output) -> Result<(), ArtifactError>,
+{
+    read_lines(reader, source_name, options, options.fast_path, &start, sink)
+}
+
+fn read_lines<R, L, S>(
+    reader: R,
+    source_name: &str,
+    options: &ReadOptions,
+    views: bool,
+    start: &(impl Fn() -> L + Sync),
+    mut sink: S,
+) -> Result<ReadStats, ArtifactError>
+where
+    R: Read + Send,
+    L: ChunkSink,
+    S: FnMut(L::Output) -> Result<(), ArtifactError>,
 {
     let window_bytes = options.window_bytes.max(1);
     let mut stats = ReadStats::default();
@@ -273,6 +404,7 @@ where
         interner: Interner::default(),
         chunk_bytes: options.chunk_bytes.max(1),
         fast: options.fast_path,
+        views,
         max_record: options.max_record_bytes.max(1),
         next_line: 1,
     };
@@ -285,7 +417,7 @@ where
         // A small input: every step on this thread, one after the other
         // (its one window, or the lines before a read error and the error).
         loop {
-            let decoded = state.decode_message(message, &map, drop)?;
+            let decoded = state.decode_message(message, start, drop)?;
             if stats.add(decoded, &mut sink)? {
                 return Ok(stats);
             }
@@ -297,7 +429,6 @@ where
         Some(Ok((_, last))) => !last,
         Some(Err(_)) => false,
     };
-    let map = &map;
     std::thread::scope(|scope| {
         let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
@@ -321,10 +452,10 @@ where
         // every earlier window was handed on: the order of a sequential read.
         // A rendezvous channel: one window decoded while one is sunk, and no
         // more records than that in memory.
-        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<T>, ArtifactError>>(0);
+        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<L::Output>, ArtifactError>>(0);
         scope.spawn(move || {
             for message in first.into_iter().chain(&receiver) {
-                let result = state.decode_message(message, map, |window| {
+                let result = state.decode_message(message, start, |window| {
                     let _ = recycle.send(window);
                 });
                 let stop = !matches!(result, Ok(Decoded { last: false, .. }));
@@ -527,6 +658,15 @@ impl<S: Read> WindowSource<S> {
     }
 }
 
+/// A chunk's output with its counts.
+type Counted<T> = (T, BatchCounts);
+
+/// A window's chunk outputs and its line count.
+type WindowOutputs<T> = (Vec<Counted<T>>, u64);
+
+/// A chunk's output, or its first bad line.
+type ChunkResult<T> = Result<Counted<T>, (u64, LineError)>;
+
 /// What a batch held, kept for [`ReadStats`] when the batch is mapped away.
 #[derive(Debug, Clone, Copy)]
 struct BatchCounts {
@@ -542,6 +682,8 @@ struct WindowState<'a> {
     interner: Interner,
     chunk_bytes: usize,
     fast: bool,
+    /// Whether the view path reads what it can.
+    views: bool,
     max_record: usize,
     /// The line the next window starts at.
     next_line: u64,
@@ -557,12 +699,12 @@ impl WindowState<'_> {
     /// Decodes what the window source gave: the window's batches, mapped,
     /// or the error (a read error, a line past the limit, a bad line) with
     /// its line; `recycle` takes the spent window.
-    fn decode_message<T: Send>(
+    fn decode_message<L: ChunkSink>(
         &mut self,
         message: io::Result<(Window, bool)>,
-        map: &(impl Fn(RecordBatch) -> T + Sync),
+        start: &(impl Fn() -> L + Sync),
         recycle: impl FnOnce(Window),
-    ) -> Result<Decoded<T>, ArtifactError> {
+    ) -> Result<Decoded<L::Output>, ArtifactError> {
         let (window, last) = message.map_err(|error| {
             match error.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
                 // The unfinished line is the next one after every line
@@ -576,7 +718,7 @@ impl WindowState<'_> {
                 false => ArtifactError::io(self.source_name, &error),
             }
         })?;
-        let (outputs, lines) = self.decode_window(window.text(), self.next_line, map)?;
+        let (outputs, lines) = self.decode_window(window.text(), self.next_line, start)?;
         self.next_line += lines;
         let bytes = window.filled as u64;
         recycle(window);
@@ -585,12 +727,12 @@ impl WindowState<'_> {
 
     /// Decodes a window's chunks in parallel; a window of one chunk on this
     /// thread, which rayon would do too, but only after starting its pool.
-    fn decode_window<T: Send>(
+    fn decode_window<L: ChunkSink>(
         &mut self,
         window: &[u8],
         first_line: u64,
-        map: &(impl Fn(RecordBatch) -> T + Sync),
-    ) -> Result<(Vec<(T, BatchCounts)>, u64), ArtifactError> {
+        start: &(impl Fn() -> L + Sync),
+    ) -> Result<WindowOutputs<L::Output>, ArtifactError> {
         let chunks = split_chunks(window, self.chunk_bytes);
         let parallel = chunks.len() > 1;
         // Phase 1: count lines and find definitions, in parallel.
@@ -620,18 +762,14 @@ impl WindowState<'_> {
         }
         // Phase 3: decode against the registry, and map, in parallel.
         let registry = &self.registry;
-        let fast = (self.fast, self.max_record);
-        let decode = |interner: &mut Interner, (((chunk, start), definitions), lines): ChunkWork<'_, '_>| {
-            let batch = decode_chunk(chunk, (*start, *lines), definitions, registry, interner, fast)?;
-            let counts = BatchCounts {
-                records: batch.records.len() as u64,
-                compact_records: batch.compact_records,
-                definitions: batch.definitions,
-                decoded: batch.decoded,
-            };
-            Ok((map(batch), counts))
+        let paths = Paths { fast: self.fast, views: self.views, max_record: self.max_record };
+        let decode = |interner: &mut Interner, (((chunk, first), definitions), lines): ChunkWork<'_, '_>| {
+            let mut sink = start();
+            let counts =
+                decode_chunk(chunk, (*first, *lines), definitions, registry, interner, paths, &mut sink)?;
+            Ok((sink.finish(&counts), counts))
         };
-        let results: Vec<Result<(T, BatchCounts), (u64, LineError)>> = if parallel {
+        let results: Vec<ChunkResult<L::Output>> = if parallel {
             chunks
                 .par_iter()
                 .zip(starts.par_iter())
@@ -699,42 +837,60 @@ fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, Definiti
     (count, definitions)
 }
 
-/// Decodes the `lines` lines of `chunk`, the first of which is line `start`.
+/// Which decoder paths a read uses, and its record limit.
+#[derive(Debug, Clone, Copy)]
+struct Paths {
+    fast: bool,
+    views: bool,
+    max_record: usize,
+}
+
+/// Decodes the `lines` lines of `chunk`, the first of which is line `start`,
+/// into `sink`.
 fn decode_chunk(
     chunk: &[u8],
     (start, lines): (u64, u64),
     definitions: &[(u64, Result<(), String>)],
     registry: &Registry,
     interner: &mut Interner,
-    (fast, max_record): (bool, usize),
-) -> Result<RecordBatch, (u64, LineError)> {
-    let capacity = usize::try_from(lines).unwrap_or(0);
-    let mut batch = RecordBatch {
-        lines: Vec::with_capacity(capacity),
-        records: Vec::with_capacity(capacity),
-        ..RecordBatch::default()
-    };
+    paths: Paths,
+    sink: &mut impl ChunkSink,
+) -> Result<BatchCounts, (u64, LineError)> {
+    sink.reserve(usize::try_from(lines).unwrap_or(0));
+    let mut counts =
+        BatchCounts { records: 0, compact_records: 0, definitions: 0, decoded: DecodeStats::default() };
+    let mut pairs = Vec::new();
     let mut definitions = definitions.iter().peekable();
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
-        if line.len() > max_record {
-            return Err((line_number, (ErrorKind::Limit, too_long(max_record))));
+        if line.len() > paths.max_record {
+            return Err((line_number, (ErrorKind::Limit, too_long(paths.max_record))));
         }
         if let Some((_, outcome)) = definitions.next_if(|(at, _)| *at == line_number) {
             match outcome {
                 Ok(()) => {
-                    batch.definitions += 1;
+                    counts.definitions += 1;
                     continue;
                 }
                 Err(reason) => return Err((line_number, (ErrorKind::Invalid, reason.clone()))),
             }
         }
-        match decode_row(line, terminated, line_number, registry, interner, fast) {
+        if paths.views
+            && let Some((event, compact)) =
+                crate::scan::scan(line, line_number, registry, interner, &mut pairs)
+        {
+            sink.event(line_number, &event);
+            counts.records += 1;
+            counts.compact_records += u64::from(compact);
+            counts.decoded.count(DecodePath::Fast);
+            continue;
+        }
+        match decode_row(line, terminated, line_number, registry, interner, paths.fast) {
             Ok(None) => {}
             Ok(Some(Row::Record(record, compact, path))) => {
-                batch.lines.push(line_number);
-                batch.records.push(record);
-                batch.compact_records += u64::from(compact);
-                batch.decoded.count(path);
+                sink.record(line_number, record);
+                counts.records += 1;
+                counts.compact_records += u64::from(compact);
+                counts.decoded.count(path);
             }
             Ok(Some(Row::Definition(..))) => {
                 // The scan finds every definition; see `may_define`.
@@ -743,7 +899,7 @@ fn decode_chunk(
             Err(error) => return Err((line_number, error)),
         }
     }
-    Ok(batch)
+    Ok(counts)
 }
 
 /// Reads an artifact one record at a time, in file order, on the calling

@@ -255,3 +255,140 @@ proptest! {
         }
     }
 }
+
+/// What a [`LineSink`] saw of a text: each record line's view, as text, and
+/// how many came by the view path.
+#[derive(Default)]
+struct Views {
+    shown: Vec<(u64, String)>,
+    read_as_views: usize,
+}
+
+impl tally_artifact::LineSink for Views {
+    type Output = Views;
+
+    fn record(&mut self, line: u64, record: InferenceRecord) {
+        if let Some(event) = record.as_event() {
+            self.shown.push((line, format!("{:?}", event.view())));
+        }
+    }
+
+    fn event(&mut self, line: u64, event: &tally_core::view::EventView<'_>) {
+        self.shown.push((line, format!("{event:?}")));
+        self.read_as_views += 1;
+    }
+
+    fn finish(self) -> Views {
+        self
+    }
+}
+
+/// Every view `read_events` gives of `text`, and how many came by the view
+/// path; or its error.
+fn views_read(text: &[u8], options: &ReadOptions) -> Result<(Vec<(u64, String)>, usize), String> {
+    let mut all = Views::default();
+    tally_artifact::read_events(text, "prop", options, Views::default, |chunk| {
+        all.shown.extend(chunk.shown);
+        all.read_as_views += chunk.read_as_views;
+        Ok(())
+    })
+    .map_err(|error| error.to_string())?;
+    Ok((all.shown, all.read_as_views))
+}
+
+/// The views of the events the exact path builds from `text`, or its error.
+fn exact_views(text: &[u8]) -> Result<Vec<(u64, String)>, String> {
+    let mut decoder = RecordDecoder::new("prop").exact_only();
+    let mut shown = Vec::new();
+    for (index, line) in text.split(|&byte| byte == b'\n').enumerate() {
+        let number = index as u64 + 1;
+        match decoder.decode_line(line, number) {
+            Ok(Some(record)) => {
+                if let Some(event) = record.as_event() {
+                    shown.push((number, format!("{:?}", event.view())));
+                }
+            }
+            Ok(None) => {}
+            Err(error) => return Err(error.to_string()),
+        }
+    }
+    Ok(shown)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// The view path reads every line it takes as the exact path reads it
+    /// (the same view: context, body, metadata hash, name and intervals),
+    /// and leaves every other line, errors included, to the other paths.
+    #[test]
+    fn view_path_agrees_with_exact_path(
+        event in arb_event(),
+        compact in any::<bool>(),
+        mutations in prop::collection::vec(mutation(), 0..4),
+    ) {
+        let mut record = event.to_record();
+        let mut lines = Vec::new();
+        if compact {
+            let context = record.remove("context").unwrap_or(Value::Null);
+            let definition = json!({
+                "schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": context,
+            });
+            lines.push(to_python_json(&definition, Separators::DEFAULT).into_bytes());
+            record.insert("schema_version".into(), json!(4));
+            record.insert("context_id".into(), json!("c1"));
+        }
+        // Twice unmutated: the second embedded line meets a context text
+        // already decoded, which is what the view path reads.
+        lines.push(line_of(&record, &[]));
+        lines.push(line_of(&record, &[]));
+        let mut duplicates = Vec::new();
+        for mutation in &mutations {
+            apply(&mut record, mutation, &mut duplicates);
+        }
+        lines.push(line_of(&record, &duplicates));
+        let text = lines.join(&b'\n');
+        let exact = exact_views(&text);
+        for options in [ReadOptions::default(), tiny()] {
+            let viewed = views_read(&text, &options).map(|(shown, _)| shown);
+            prop_assert_eq!(&viewed, &exact, "text: {}", String::from_utf8_lossy(&text));
+        }
+    }
+}
+
+/// Ordinary rows of the five common types, as stormlog writes them, all
+/// take the view path, in both forms, and give the exact path's views.
+#[test]
+fn ordinary_rows_take_the_view_path() {
+    let context = r#"{"clock_domain": "gpu:0", "clock_kind": "device", "collection_mode": "imported", "device_uuid": "GPU-0", "producer_id": "k", "provenance": "observed", "run_id": "r", "session_id": "s", "source": "t"}"#;
+    let bodies = [
+        r#""end_ns": 9, "event_id": "q1", "event_type": "infer.request", "metadata": {}, "request_ref": {"id": "q", "producer_id": "k"}, "start_ns": 1, "status": "ok""#,
+        r#""end_ns": 9, "event_id": "i1", "event_type": "infer.iteration", "iteration_ref": {"id": "i", "producer_id": "k"}, "start_ns": 1"#,
+        r#""end_ns": 5, "event_id": "s1", "event_type": "infer.stage", "iteration_ref": {"id": "i", "producer_id": "k"}, "name": "prefill", "stage_ref": {"id": "s", "producer_id": "k"}, "start_ns": 2"#,
+        r#""attempt_ref": null, "event_id": "m1", "event_type": "infer.membership", "input_tokens": 5, "iteration_ref": {"id": "i", "producer_id": "k"}, "metadata": {"note": [1, true, null, {"a": "b"}]}, "request_ref": {"id": "q", "producer_id": "k"}, "role": "decode""#,
+        r#""activity_domain": "gpu", "activity_kind": "kernel", "activity_ref": {"id": "a1", "producer_id": "k"}, "attribution_status": "linked", "end_ns": 100, "event_id": "a1", "event_type": "infer.activity_ref", "graph_id": null, "iteration_ref": {"id": "i", "producer_id": "k"}, "metadata": {"intervals": [[0, 10], [20, 30]], "name": "gemm"}, "start_ns": 50, "stream_id": 7"#,
+        r#""activity_domain": "runtime", "activity_kind": "cuda_runtime", "activity_ref": {"id": "a2", "producer_id": "k"}, "attribution_status": "unresolved", "end_ns": 100, "event_id": "a2", "event_type": "infer.activity_ref", "metadata": {"first_name": "cudaLaunchKernel", "name": ""}, "start_ns": 50"#,
+    ];
+    let embedded: Vec<String> = bodies
+        .iter()
+        .map(|body| {
+            let version = if body.contains("intervals") { 3 } else { 2 };
+            format!(r#"{{"context": {context}, {body}, "schema_version": {version}}}"#)
+        })
+        .collect();
+    let mut compact = vec![format!(
+        r#"{{"context": {context}, "context_id": "c", "event_type": "infer.context", "schema_version": 4}}"#
+    )];
+    compact
+        .extend(bodies.iter().map(|body| format!(r#"{{"context_id": "c", {body}, "schema_version": 4}}"#)));
+    for (form, lines, expected) in
+        [("embedded", embedded, bodies.len() - 1), ("compact", compact, bodies.len())]
+    {
+        let text = lines.join("\n");
+        let (viewed, read_as_views) = views_read(text.as_bytes(), &ReadOptions::default()).expect(form);
+        assert_eq!(viewed, exact_views(text.as_bytes()).expect(form), "{form}");
+        assert_eq!(viewed.len(), bodies.len(), "{form}");
+        // The first embedded line's context is new: decoded, then remembered.
+        assert_eq!(read_as_views, expected, "{form}");
+    }
+}

@@ -23,13 +23,42 @@ pub(crate) fn parse_busy_intervals(raw: &Value, span: &Span) -> Result<Box<[Inte
             ));
         }
     };
-    let mut intervals = Vec::with_capacity(items.len());
+    // Each pair is checked as it is reached, so the first broken rule in
+    // list order is the one reported.
+    absolute(items.iter().map(interval_pair), items.len(), start, end)
+}
+
+/// `metadata.intervals` given as its `[offset_ns, duration_ns]` pairs (each
+/// already two non-negative integers), for a reader that parsed them
+/// itself; the same rules and errors as the JSON list. `start` and `end`
+/// are the activity's span.
+pub fn busy_intervals_from_pairs(
+    pairs: &[(u64, u64)],
+    start: u64,
+    end: u64,
+) -> Result<Box<[Interval]>, ValidationError> {
+    if pairs.is_empty() {
+        return Err(ValidationError::new(
+            FIELD,
+            "metadata.intervals must be a non-empty list of [offset_ns, duration_ns] pairs",
+        ));
+    }
+    absolute(pairs.iter().copied().map(Ok), pairs.len(), start, end)
+}
+
+fn absolute(
+    pairs: impl Iterator<Item = Result<(u64, u64), ValidationError>>,
+    count: usize,
+    start: u64,
+    end: u64,
+) -> Result<Box<[Interval]>, ValidationError> {
+    let mut intervals = Vec::with_capacity(count);
     // Offsets are relative to `start`; u128 keeps any pair of u64 sums exact,
     // so an overflowing pair is reported as lying outside the span.
     let mut cursor: u128 = 0;
-    let span_length = u128::from(end - start);
-    for item in items {
-        let (offset, duration) = interval_pair(item)?;
+    let span_length = u128::from(end.saturating_sub(start));
+    for pair in pairs {
+        let (offset, duration) = pair?;
         if u128::from(offset) < cursor {
             return Err(ValidationError::new(FIELD, "metadata.intervals must be sorted and disjoint"));
         }

@@ -40,6 +40,7 @@
 #[cfg(feature = "proptest")]
 pub mod arbitrary;
 mod busy_intervals;
+mod content_hash;
 mod context;
 pub mod document;
 mod error;
@@ -51,7 +52,10 @@ mod json_text;
 mod record;
 mod span;
 mod text;
+pub mod view;
 
+pub use busy_intervals::busy_intervals_from_pairs;
+pub use content_hash::{ContentHasher, metadata_hash};
 pub use context::{ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance};
 pub use error::{ValidationError, shown};
 pub use event::{

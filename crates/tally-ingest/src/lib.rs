@@ -19,12 +19,12 @@
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{SyncSender, sync_channel};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tally_artifact::{ArtifactError, ErrorKind, ReadOptions, RecordBatch, read_batches};
+use tally_artifact::{ArtifactError, ErrorKind, LineSink, ReadOptions, read_events};
+use tally_core::view::EventView;
 use tally_core::{InferenceRecord, NonEmptyString};
-use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
+use tally_resolve::{PreparedBatch, ResolveError, StreamedRun, StreamingResolver};
 use tally_trace::{ImportOptions, OpenedInput};
 
 /// Why a run could not be read and resolved.
@@ -181,6 +181,33 @@ fn position(file: usize, line: u64) -> usize {
     (file << LINE_BITS) | (line & ((1 << LINE_BITS) - 1)) as usize
 }
 
+/// A chunk of an artifact's lines, prepared for the resolver as they are
+/// decoded.
+struct Preparing {
+    file: usize,
+    batch: PreparedBatch,
+}
+
+impl LineSink for Preparing {
+    type Output = PreparedBatch;
+
+    fn reserve(&mut self, lines: usize) {
+        self.batch = PreparedBatch::with_capacity(lines);
+    }
+
+    fn record(&mut self, line: u64, record: InferenceRecord) {
+        self.batch.push_record(position(self.file, line), &record);
+    }
+
+    fn event(&mut self, line: u64, event: &EventView<'_>) {
+        self.batch.push(position(self.file, line), event);
+    }
+
+    fn finish(self) -> PreparedBatch {
+        self.batch
+    }
+}
+
 /// Reads every input of one run and resolves their records together as
 /// they stream by, keeping none of them: stormlog's rules, file by file, in
 /// order.
@@ -253,42 +280,26 @@ pub fn resolve_inputs(
         let mut rejected: Option<ResolveError> = None;
         let path = input.path().to_path_buf();
         let reader = watcher.reading(&path, input.into_reader());
-        let outcome = std::thread::scope(|scope| {
-            // Spent batches are freed on a thread of their own: the resolver
-            // is the serial part of the pipeline, and freeing thousands of
-            // records per window would lengthen it. The thread starts with
-            // the second batch: a small file is one batch, and freeing it
-            // here costs less than a thread.
-            let mut spent: Option<SyncSender<RecordBatch>> = None;
-            let mut first = true;
-            let read_options = ReadOptions {
-                window_bytes: WINDOW_BYTES,
-                chunk_bytes: WINDOW_BYTES / 8,
-                max_record_bytes: options.max_record_bytes,
-                inline_small_inputs: options.inline_small_inputs,
-                ..ReadOptions::default()
-            };
-            read_batches(reader, &name, &read_options, |batch| {
-                for (line, record) in batch.lines.iter().zip(&batch.records) {
-                    if let Err(error) = resolver.push(position(file, *line), record) {
-                        rejected = Some(error);
-                        // Stop reading: the first rejection is the answer.
-                        return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
-                    }
-                }
-                if std::mem::take(&mut first) {
-                    drop(batch);
-                } else {
-                    let spent = spent.get_or_insert_with(|| {
-                        let (spent, freeing) = sync_channel::<RecordBatch>(2);
-                        scope.spawn(move || freeing.into_iter().for_each(drop));
-                        spent
-                    });
-                    let _ = spent.send(batch);
-                }
-                watcher.window_done();
-                Ok(())
-            })
+        let read_options = ReadOptions {
+            window_bytes: WINDOW_BYTES,
+            chunk_bytes: WINDOW_BYTES / 8,
+            max_record_bytes: options.max_record_bytes,
+            inline_small_inputs: options.inline_small_inputs,
+            ..ReadOptions::default()
+        };
+        // Each chunk is read into views where it can be, and hashed and
+        // copied into its compact form, on the decoding threads: the
+        // resolver is the serial part of the pipeline, and is left only the
+        // lookups.
+        let start = || Preparing { file, batch: PreparedBatch::default() };
+        let outcome = read_events(reader, &name, &read_options, start, |prepared| {
+            if let Err(error) = resolver.push_prepared(&prepared) {
+                rejected = Some(error);
+                // Stop reading: the first rejection is the answer.
+                return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+            }
+            watcher.window_done();
+            Ok(())
         });
         watcher.finished();
         if let Some(error) = rejected {

@@ -1,7 +1,7 @@
 //! What accounting and reports read of a resolved run, whether it borrows
 //! its events ([`CorrelationGraph`]) or kept none ([`crate::StreamedRun`]).
 
-use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef, Metadata};
+use tally_core::{ActivityDomain, BusyIntervals, ClockKind, EntityRef};
 
 use crate::{CorrelationGraph, TableCounts, UnresolvedReference};
 
@@ -74,16 +74,8 @@ pub struct AlignmentFacts<'g> {
     pub valid_to_ns: Option<u64>,
 }
 
-/// An activity's name from its metadata: `name` (stormlog's runtime calls
-/// and native producers), else `first_name` (the first GPU event of an
-/// imported launch record, which with one record per kernel is the
-/// kernel's own name); `None` when neither is a non-empty string. The one
-/// rule both resolvers use.
-pub fn activity_name(metadata: &Metadata) -> Option<&str> {
-    ["name", "first_name"]
-        .into_iter()
-        .find_map(|key| metadata.get(key).and_then(|value| value.as_str()).filter(|name| !name.is_empty()))
-}
+/// The name an activity's metadata gives it (one rule, in tally-core).
+pub use tally_core::view::activity_name;
 
 /// One membership.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -66,6 +66,7 @@ mod borrowing;
 mod evidence;
 mod fingerprint;
 mod hash;
+mod prepare;
 mod streaming;
 
 use tally_core::{CorrelationEvent, EntityRef, InferenceRecord};
@@ -75,6 +76,7 @@ pub use evidence::{
     ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
 };
 pub use hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
+pub use prepare::PreparedBatch;
 pub use streaming::{StreamedRun, StreamingResolver, resolve_streaming};
 
 /// Why a stream of evidence cannot be resolved. Each names the 0-based

@@ -15,16 +15,17 @@
 use std::collections::hash_map::Entry;
 use std::sync::Arc;
 
-use tally_core::{
-    ActivityDomain, BusyIntervals, ClockKind, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
-    Interval,
-};
+use std::hash::Hasher;
 
-use crate::evidence::{
-    ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
+use tally_core::view::RefView;
+use tally_core::{ActivityDomain, BusyIntervals, ClockKind, CorrelationContext, EntityRef, Interval};
+
+use crate::evidence::{ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
+use crate::prepare::{Busy, PreparedActivity, PreparedBatch, PreparedBody, PreparedEvent};
+use crate::{
+    AsCorrelationEvent, FastHashMap, FastHasher, ReferenceKind, ResolveError, TableCounts,
+    UnresolvedReference,
 };
-use crate::fingerprint::{Fingerprint, content_fingerprint, context_fingerprint};
-use crate::{AsCorrelationEvent, FastHashMap, ReferenceKind, ResolveError, TableCounts, UnresolvedReference};
 
 /// "None" in the `u32` links and slots below.
 const NONE: u32 = u32::MAX;
@@ -150,12 +151,6 @@ impl<T> Chunked<T> {
     }
 }
 
-fn hash128(write: impl FnOnce(&mut Fingerprint)) -> u128 {
-    let mut fp = Fingerprint::default();
-    write(&mut fp);
-    fp.finish128()
-}
-
 /// Strings appended one after another, each named by its position.
 #[derive(Debug, Default)]
 struct Arena {
@@ -262,22 +257,32 @@ struct ActivityLabels {
     correlation: Option<u64>,
 }
 
-/// Distinct entity references, each stored once and named by a slot.
+/// Distinct entity references, each stored once and named by a slot,
+/// looked up by a borrowed view (no allocation but for a new one).
 #[derive(Debug, Default)]
 struct Refs {
-    slots: FastHashMap<Arc<EntityRef>, u32>,
+    slots: hashbrown::HashTable<u32>,
     refs: Vec<Arc<EntityRef>>,
 }
 
+fn ref_hash(reference: RefView<'_>) -> u64 {
+    let mut hasher = FastHasher::default();
+    hasher.write(reference.producer_id().as_bytes());
+    hasher.write_u8(0xff);
+    hasher.write(reference.id().as_bytes());
+    hasher.finish()
+}
+
 impl Refs {
-    fn slot(&mut self, reference: &EntityRef) -> u32 {
-        if let Some(&slot) = self.slots.get(reference) {
+    fn slot(&mut self, reference: RefView<'_>) -> u32 {
+        let Refs { slots, refs } = self;
+        let hash = ref_hash(reference);
+        if let Some(&slot) = slots.find(hash, |&slot| refs[slot as usize].view() == reference) {
             return slot;
         }
-        let slot = self.refs.len() as u32;
-        let shared = Arc::new(reference.clone());
-        self.refs.push(Arc::clone(&shared));
-        self.slots.insert(shared, slot);
+        let slot = refs.len() as u32;
+        refs.push(Arc::new(reference.to_entity_ref()));
+        slots.insert_unique(hash, slot, |&slot| ref_hash(refs[slot as usize].view()));
         slot
     }
 
@@ -351,7 +356,6 @@ struct ActivityRow {
 /// What is worth knowing once about a shared context.
 #[derive(Debug, Clone, Copy)]
 struct ContextInfo {
-    fingerprint: u128,
     namespace: u32,
     same_run: bool,
     device: u32,
@@ -437,6 +441,8 @@ pub struct StreamingResolver {
     kept_refs: Vec<EntityRef>,
     last_iteration: Option<(Arc<EntityRef>, u32)>,
     entity_conflict: Option<ResolveError>,
+    /// The one-event batch of [`StreamingResolver::push`], reused.
+    scratch: PreparedBatch,
 }
 
 impl StreamingResolver {
@@ -476,28 +482,41 @@ impl StreamingResolver {
         record: usize,
         item: &(impl AsCorrelationEvent + ?Sized),
     ) -> Result<(), ResolveError> {
-        let Some(event) = item.as_correlation_event() else {
-            return Ok(());
-        };
-        if self.run.is_none() {
-            self.run = Some((event.context().run_id.as_str().into(), record));
+        let mut scratch = std::mem::take(&mut self.scratch);
+        scratch.clear();
+        scratch.push_record(record, item);
+        let result = self.push_prepared(&scratch);
+        self.scratch = scratch;
+        result
+    }
+
+    /// Takes a batch of prepared events, in order: [`StreamingResolver::push`]
+    /// of each, with the hashing and copying already done where the batch was
+    /// prepared. Stops at the first rejection.
+    pub fn push_prepared(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+        for event in &batch.events {
+            self.apply(batch, event)?;
         }
-        let info = self.context(event.context_arc());
+        Ok(())
+    }
+
+    fn apply(&mut self, batch: &PreparedBatch, event: &PreparedEvent) -> Result<(), ResolveError> {
+        let record = event.record;
+        let context = &batch.contexts[event.context as usize].context;
+        if self.run.is_none() {
+            self.run = Some((context.run_id.as_str().into(), record));
+        }
+        let info = self.context(context);
         if !info.same_run {
             let earlier = self.run.as_ref().map_or(record, |(_, earlier)| *earlier);
             return Err(ResolveError::MultipleRunIds { record, earlier });
         }
-        let full = content_fingerprint(event, info.fingerprint);
-        let fingerprint = (full as u64) ^ ((full >> 64) as u64);
-        let key = hash128(|fp| {
-            std::hash::Hasher::write_u32(fp, info.namespace);
-            fp.text(event.event_id());
-        });
+        let fingerprint = event.fingerprint;
         // Rows are numbered by u32, with u32::MAX for "none".
         if self.seen.len() >= u32::MAX as usize - 1 {
             return Err(ResolveError::TooManyEvents { record });
         }
-        match self.seen.find_or_add(key) {
+        match self.seen.find_or_add(event.key) {
             Ok(row) => {
                 let (known, earlier) = *self.delivered.get(row as usize);
                 if known != fingerprint {
@@ -508,7 +527,7 @@ impl StreamingResolver {
             Err(_) => self.delivered.push((fingerprint, record)),
         }
         if self.entity_conflict.is_none()
-            && let Err(conflict) = self.put(record, event, fingerprint, info)
+            && let Err(conflict) = self.put(batch, event, info)
         {
             self.entity_conflict = Some(conflict);
         }
@@ -561,7 +580,6 @@ impl StreamingResolver {
             _ => NONE,
         };
         ContextInfo {
-            fingerprint: context_fingerprint(context),
             namespace,
             same_run: self.run.as_ref().is_some_and(|(run, _)| **run == *context.run_id.as_str()),
             device,
@@ -571,13 +589,13 @@ impl StreamingResolver {
         }
     }
 
-    fn held(&mut self, record: usize, event: &CorrelationEvent, fingerprint: u64) -> Held {
-        Held { fingerprint, record, event_id: self.event_ids.push(event.event_id()) }
+    fn held(&mut self, record: usize, event_id: &str, fingerprint: u64) -> Held {
+        Held { fingerprint, record, event_id: self.event_ids.push(event_id) }
     }
 
-    fn iteration_slot(&mut self, reference: &EntityRef) -> u32 {
+    fn iteration_slot(&mut self, reference: RefView<'_>) -> u32 {
         if let Some((known, slot)) = &self.last_iteration
-            && **known == *reference
+            && known.view() == reference
         {
             return *slot;
         }
@@ -588,84 +606,85 @@ impl StreamingResolver {
 
     fn put(
         &mut self,
-        record: usize,
-        event: &CorrelationEvent,
-        fingerprint: u64,
+        batch: &PreparedBatch,
+        event: &PreparedEvent,
         info: ContextInfo,
     ) -> Result<(), ResolveError> {
+        let (record, fingerprint) = (event.record, event.fingerprint);
+        let event_id = batch.get(event.event_id);
         let new = Held { fingerprint, record, event_id: NONE };
-        match event.body() {
-            EventBody::Request(body) => {
-                let request = self.request_refs.slot(&body.request_ref);
-                let attempt = body.attempt_ref.as_ref().map_or(NONE, |a| self.attempt_refs.slot(a));
+        match &event.body {
+            PreparedBody::Request { request, attempt } => {
+                let request = self.request_refs.slot(batch.get_ref(*request));
+                let attempt = attempt.map_or(NONE, |a| self.attempt_refs.slot(batch.get_ref(a)));
                 let next = self.request_rows.len() as u32;
                 match self.requests.entry((request, attempt)) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.request_rows[row], new, event, &mut self.event_ids)
+                        keep_smallest(&mut self.request_rows[row], new, event_id, &mut self.event_ids)
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event, fingerprint);
+                        let held = self.held(record, event_id, fingerprint);
                         self.request_rows.push(held);
                         self.request_slots.push(request);
                         Ok(())
                     }
                 }
             }
-            EventBody::Iteration(body) => {
-                let slot = self.iteration_slot(&body.iteration_ref) as usize;
+            PreparedBody::Iteration { iteration, span } => {
+                let slot = self.iteration_slot(batch.get_ref(*iteration)) as usize;
                 grow(&mut self.iteration_of_slot, slot);
                 match self.iteration_of_slot[slot] {
                     NONE => {
                         self.iteration_of_slot[slot] = self.iteration_rows.len() as u32;
-                        let held = self.held(record, event, fingerprint);
-                        let elapsed_ns = if info.monotonic { body.span.duration_ns() } else { None };
+                        let held = self.held(record, event_id, fingerprint);
+                        let elapsed_ns = if info.monotonic { span.duration_ns() } else { None };
                         self.iteration_rows.push(IterationRow { held, slot: slot as u32, elapsed_ns });
                         Ok(())
                     }
                     row => keep_smallest(
                         &mut self.iteration_rows[row as usize].held,
                         new,
-                        event,
+                        event_id,
                         &mut self.event_ids,
                     ),
                 }
             }
-            EventBody::Stage(body) => {
-                let slot = self.stage_refs.slot(&body.stage_ref) as usize;
+            PreparedBody::Stage { stage, request, iteration } => {
+                let slot = self.stage_refs.slot(batch.get_ref(*stage)) as usize;
                 grow(&mut self.stage_of_slot, slot);
                 match self.stage_of_slot[slot] {
                     NONE => {
                         self.stage_of_slot[slot] = self.stage_rows.len() as u32;
-                        let request = body.request_ref.as_ref().map_or(NONE, |r| self.request_refs.slot(r));
-                        let iteration = body.iteration_ref.as_ref().map_or(NONE, |i| self.iteration_slot(i));
-                        let held = self.held(record, event, fingerprint);
+                        let request = request.map_or(NONE, |r| self.request_refs.slot(batch.get_ref(r)));
+                        let iteration = iteration.map_or(NONE, |i| self.iteration_slot(batch.get_ref(i)));
+                        let held = self.held(record, event_id, fingerprint);
                         self.stage_rows.push(StageRow { held, request, iteration });
                         Ok(())
                     }
                     row => keep_smallest(
                         &mut self.stage_rows[row as usize].held,
                         new,
-                        event,
+                        event_id,
                         &mut self.event_ids,
                     ),
                 }
             }
-            EventBody::Membership(body) => {
-                let request = self.request_refs.slot(&body.request_ref);
-                let attempt = body.attempt_ref.as_ref().map_or(NONE, |a| self.attempt_refs.slot(a));
-                let iteration = self.iteration_slot(&body.iteration_ref);
-                let role = intern(&mut self.roles, &body.role);
+            PreparedBody::Membership { request, attempt, iteration, role } => {
+                let request = self.request_refs.slot(batch.get_ref(*request));
+                let attempt = attempt.map_or(NONE, |a| self.attempt_refs.slot(batch.get_ref(a)));
+                let iteration = self.iteration_slot(batch.get_ref(*iteration));
+                let role = intern(&mut self.roles, batch.get(*role));
                 let next = self.membership_rows.len() as u32;
                 match self.memberships.entry((request, attempt, iteration, role)) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.membership_rows[row].held, new, event, &mut self.event_ids)
+                        keep_smallest(&mut self.membership_rows[row].held, new, event_id, &mut self.event_ids)
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event, fingerprint);
+                        let held = self.held(record, event_id, fingerprint);
                         let namespace = info.namespace;
                         self.membership_rows.push(MembershipRow {
                             held,
@@ -678,88 +697,83 @@ impl StreamingResolver {
                     }
                 }
             }
-            EventBody::ActivityRef(body) => {
-                let key = hash128(|fp| std::hash::Hash::hash(&body.activity_ref, fp));
-                match self.activities.find_or_add(key) {
-                    Ok(row) => keep_smallest(
-                        &mut self.activity_rows.get_mut(row as usize).held,
-                        new,
-                        event,
-                        &mut self.event_ids,
-                    ),
-                    Err(_) => {
-                        let held = self.held(record, event, fingerprint);
-                        let row = self.activity_row(held, event, body, info);
-                        self.activity_rows.push(row);
-                        Ok(())
-                    }
+            PreparedBody::Activity(activity) => match self.activities.find_or_add(activity.key) {
+                Ok(row) => keep_smallest(
+                    &mut self.activity_rows.get_mut(row as usize).held,
+                    new,
+                    event_id,
+                    &mut self.event_ids,
+                ),
+                Err(_) => {
+                    let held = self.held(record, event_id, fingerprint);
+                    let row = self.activity_row(held, batch, activity, info);
+                    self.activity_rows.push(row);
+                    Ok(())
                 }
-            }
-            EventBody::ClockAlignment(body) => {
-                let from = self.names.number(&body.from_clock_domain);
-                let to = self.names.number(&body.to_clock_domain);
+            },
+            PreparedBody::Alignment { from, to, offset_ns, uncertainty_ns, validity } => {
+                let from = self.names.number(batch.get(*from));
+                let to = self.names.number(batch.get(*to));
                 let key = (
                     info.namespace,
                     from,
                     to,
-                    body.offset_ns,
-                    body.uncertainty_ns,
-                    body.validity.start_ns(),
-                    body.validity.end_ns(),
+                    *offset_ns,
+                    *uncertainty_ns,
+                    validity.start_ns(),
+                    validity.end_ns(),
                 );
                 let next = self.alignment_rows.len() as u32;
                 match self.alignments.entry(key) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.alignment_rows[row].0, new, event, &mut self.event_ids)
+                        keep_smallest(&mut self.alignment_rows[row].0, new, event_id, &mut self.event_ids)
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event, fingerprint);
+                        let held = self.held(record, event_id, fingerprint);
                         self.alignment_rows.push((held, key));
                         Ok(())
                     }
                 }
             }
-            EventBody::Artifact(_) | EventBody::Capabilities(_) => Ok(()),
+            PreparedBody::Untabled => Ok(()),
         }
     }
 
     fn activity_row(
         &mut self,
         held: Held,
-        event: &CorrelationEvent,
-        body: &tally_core::ActivityRef,
+        batch: &PreparedBatch,
+        activity: &PreparedActivity,
         info: ContextInfo,
     ) -> ActivityRow {
-        let iteration = body.iteration_ref.as_ref().map_or(NONE, |i| self.iteration_slot(i));
+        let iteration = activity.iteration.map_or(NONE, |i| self.iteration_slot(batch.get_ref(i)));
         let (mut start, mut end, mut listed, mut listed_len, mut complete) = (0, 0, NONE, 0, false);
-        match event.busy_intervals() {
-            Some(BusyIntervals::Span(interval)) => {
-                (start, end, complete) = (interval.start_ns(), interval.end_ns(), true);
-            }
-            Some(BusyIntervals::Listed(list)) => {
+        match activity.busy {
+            Busy::Span(from, to) => (start, end, complete) = (from, to, true),
+            Busy::Listed(first, count) => {
                 listed = u32::try_from(self.intervals.len()).unwrap_or(NONE);
-                listed_len = list.len() as u32;
-                self.intervals.extend_from_slice(list);
+                listed_len = count as u32;
+                self.intervals.extend_from_slice(&batch.intervals[first..first + count]);
                 complete = true;
             }
-            None => {}
+            Busy::Unknown => {}
         }
-        let kind = self.names.number(&body.activity_kind);
+        let kind = self.names.number(batch.get(activity.kind));
         if self.keep_labels {
             let labels = ActivityLabels {
-                name: activity_name(event.metadata()).map_or(NONE, |name| self.names.number(name)),
-                scope: body.correlation_scope.as_ref().map_or(NONE, |scope| self.scopes.slot(scope)),
-                correlation: body.cuda_correlation_id,
+                name: activity.name.map_or(NONE, |name| self.names.number(batch.get(name))),
+                scope: activity.scope.map_or(NONE, |scope| self.scopes.slot(batch.get_ref(scope))),
+                correlation: activity.cuda_correlation_id,
             };
             self.activity_labels.push(labels);
         }
-        let gpu = body.activity_domain == ActivityDomain::Gpu;
+        let gpu = activity.domain == ActivityDomain::Gpu;
         // Kept only where a report lists the activity by reference.
-        let listed_by_reference = body.iteration_ref.is_none() || (gpu && (info.device == NONE || !complete));
+        let listed_by_reference = activity.iteration.is_none() || (gpu && (info.device == NONE || !complete));
         let reference = if listed_by_reference {
-            self.kept_refs.push(body.activity_ref.clone());
+            self.kept_refs.push(batch.get_ref(activity.activity_ref).to_entity_ref());
             (self.kept_refs.len() - 1) as u32
         } else {
             NONE
@@ -768,14 +782,14 @@ impl StreamingResolver {
             held,
             start,
             end,
-            stream_id: body.stream_id.unwrap_or(0),
-            has_stream: body.stream_id.is_some(),
+            stream_id: activity.stream_id.unwrap_or(0),
+            has_stream: activity.stream_id.is_some(),
             iteration,
             listed,
             listed_len,
             reference,
             class: self.classes.number(info.class(kind)),
-            domain: body.activity_domain,
+            domain: activity.domain,
             complete,
         }
     }
@@ -905,14 +919,14 @@ fn grow(slots: &mut Vec<u32>, index: usize) {
 fn keep_smallest(
     held: &mut Held,
     new: Held,
-    event: &CorrelationEvent,
+    event_id: &str,
     event_ids: &mut Arena,
 ) -> Result<(), ResolveError> {
     if held.fingerprint != new.fingerprint {
         return Err(ResolveError::ConflictingEntityIdentity { record: new.record, earlier: held.record });
     }
-    if event.event_id().as_str() < event_ids.get(held.event_id) {
-        *held = Held { event_id: event_ids.push(event.event_id()), ..new };
+    if event_id < event_ids.get(held.event_id) {
+        *held = Held { event_id: event_ids.push(event_id), ..new };
     }
     Ok(())
 }

@@ -1,0 +1,676 @@
+//! The view path: one line straight to an [`EventView`] borrowed from its
+//! bytes, with no allocation but an activity's listed intervals. What a
+//! resolver reads of an event is all it builds: references and strings
+//! stay in the line, and metadata is hashed (and its name and intervals
+//! picked out) as it is read, never decoded into a map.
+//!
+//! Like the typed fast path it decides only what it is sure of: an
+//! ordinary valid v4 reference row, or a v2/v3 row whose context is the
+//! same text as one decoded before, of the types that make up nearly every
+//! artifact (requests, iterations, stages, memberships, activities); its
+//! strings free of escapes and its numbers non-negative integers. Anything
+//! else returns `None` and the other paths decide, and word any error. It
+//! applies the same rules as the event constructors (non-empty strings,
+//! `end_ns >= start_ns`, a linked activity's iteration, a stage's owner,
+//! `metadata.intervals`); a property suite checks that its views equal the
+//! views of the events the exact path builds, on valid and mutated lines.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
+use tally_core::{ActivityDomain, ContentHasher, CorrelationContext, EventType, Span, TokenCounts};
+
+use crate::registry::{Interner, Registry};
+
+/// Nesting past this depth in metadata is left to the exact path.
+const MAX_DEPTH: usize = 64;
+
+/// A JSON member's value as the view path reads it.
+#[derive(Debug, Clone, Copy, Default)]
+enum Field<T> {
+    #[default]
+    Absent,
+    Null,
+    Present(T),
+}
+
+impl<T: Copy> Field<T> {
+    fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+
+    /// `Some` when present; `None` when absent or null (the exact path
+    /// decides a missing required field).
+    fn required(self) -> Option<T> {
+        match self {
+            Field::Present(value) => Some(value),
+            _ => None,
+        }
+    }
+
+    /// Absent and null both mean "not given".
+    fn optional(self) -> Option<T> {
+        self.required()
+    }
+}
+
+/// Every top-level member a row of the five types may have.
+#[derive(Debug, Default)]
+struct Members<'l> {
+    schema_version: Field<u64>,
+    event_type: Field<&'l str>,
+    context_id: Field<&'l str>,
+    /// A known context's text, matched.
+    context: Field<&'l Arc<CorrelationContext>>,
+    event_id: Field<&'l str>,
+    metadata: Field<Meta<'l>>,
+    request_ref: Field<RefView<'l>>,
+    attempt_ref: Field<RefView<'l>>,
+    backend_request_ref: Field<RefView<'l>>,
+    start_ns: Field<u64>,
+    end_ns: Field<u64>,
+    status: Field<&'l str>,
+    input_tokens: Field<u64>,
+    output_tokens: Field<u64>,
+    kv_bytes: Field<u64>,
+    iteration_ref: Field<RefView<'l>>,
+    batch_ref: Field<RefView<'l>>,
+    stage_ref: Field<RefView<'l>>,
+    name: Field<&'l str>,
+    role: Field<&'l str>,
+    activity_ref: Field<RefView<'l>>,
+    activity_kind: Field<&'l str>,
+    attribution_status: Field<&'l str>,
+    activity_domain: Field<&'l str>,
+    correlation_scope: Field<RefView<'l>>,
+    trace_attachment_id: Field<&'l str>,
+    runtime_correlation_id: Field<u64>,
+    cuda_correlation_id: Field<u64>,
+    stream_id: Field<u64>,
+    graph_id: Field<u64>,
+}
+
+/// What was read of a metadata object.
+#[derive(Debug, Clone, Copy, Default)]
+struct Meta<'l> {
+    hash: u128,
+    name: Option<&'l str>,
+    first_name: Option<&'l str>,
+    intervals: Intervals,
+}
+
+/// A metadata object's `intervals` member.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+enum Intervals {
+    #[default]
+    Absent,
+    Null,
+    /// A list of pairs, read into the scanner's pair buffer.
+    Pairs,
+    /// Anything else: an invalid activity, left to the exact path.
+    Other,
+}
+
+/// A reading position in a line known to be UTF-8 with no control bytes.
+struct Cursor<'l> {
+    text: &'l str,
+    bytes: &'l [u8],
+    at: usize,
+}
+
+impl<'l> Cursor<'l> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.at).copied()
+    }
+
+    #[inline]
+    fn space(&mut self) {
+        while matches!(self.bytes.get(self.at), Some(b' ' | b'\t')) {
+            self.at += 1;
+        }
+    }
+
+    #[inline]
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        self.space();
+        (self.peek()? == byte).then(|| self.at += 1)
+    }
+
+    /// A string without escapes, at the cursor (after any space).
+    #[inline]
+    fn string(&mut self) -> Option<&'l str> {
+        self.space();
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.at + 1;
+        let length = memchr::memchr2(b'"', b'\\', &self.bytes[start..])?;
+        if self.bytes[start + length] != b'"' {
+            return None;
+        }
+        self.at = start + length + 1;
+        // Both ends are ASCII quotes, so char boundaries.
+        self.text.get(start..start + length)
+    }
+
+    /// A non-negative integer that fits in 64 bits, in JSON's spelling.
+    #[inline]
+    fn integer(&mut self) -> Option<u64> {
+        self.space();
+        let start = self.at;
+        let mut value: u64 = 0;
+        while let Some(digit @ b'0'..=b'9') = self.peek() {
+            value = value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
+            self.at += 1;
+        }
+        let digits = self.at - start;
+        // No digits, a leading zero, or a fraction or exponent next.
+        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') {
+            return None;
+        }
+        match self.peek() {
+            None | Some(b',' | b'}' | b']' | b' ' | b'\t') => Some(value),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.bytes.get(self.at..self.at + word.len())? != word {
+            return None;
+        }
+        self.at += word.len();
+        match self.peek() {
+            None | Some(b',' | b'}' | b']' | b' ' | b'\t') => Some(()),
+            _ => None,
+        }
+    }
+
+    /// `null` (true) or something else (false, cursor unmoved).
+    #[inline]
+    fn null(&mut self) -> bool {
+        self.space();
+        self.peek() == Some(b'n') && self.literal(b"null").is_some()
+    }
+
+    /// Reads `{`, then members until `}`: `member` gets each key with the
+    /// cursor at its value and must read the value.
+    #[inline]
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'l str) -> Option<()>) -> Option<usize> {
+        self.eat(b'{')?;
+        self.space();
+        if self.peek()? == b'}' {
+            self.at += 1;
+            return Some(0);
+        }
+        let mut count = 0;
+        loop {
+            let key = self.string()?;
+            self.eat(b':')?;
+            member(self, key)?;
+            count += 1;
+            self.space();
+            match self.peek()? {
+                b',' => self.at += 1,
+                b'}' => {
+                    self.at += 1;
+                    return Some(count);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn field_integer(&mut self) -> Option<Field<u64>> {
+        if self.null() {
+            return Some(Field::Null);
+        }
+        self.integer().map(Field::Present)
+    }
+
+    fn field_string(&mut self) -> Option<Field<&'l str>> {
+        if self.null() {
+            return Some(Field::Null);
+        }
+        // An empty string breaks every string rule of the model.
+        self.string().filter(|text| !text.is_empty()).map(Field::Present)
+    }
+
+    fn field_ref(&mut self) -> Option<Field<RefView<'l>>> {
+        if self.null() {
+            return Some(Field::Null);
+        }
+        let (mut producer, mut id) = (None, None);
+        self.object(|cursor, key| {
+            let slot = match key {
+                "producer_id" => &mut producer,
+                "id" => &mut id,
+                _ => return None,
+            };
+            if slot.is_some() {
+                return None;
+            }
+            *slot = Some(cursor.string()?);
+            Some(())
+        })?;
+        RefView::new(producer?, id?).map(Field::Present)
+    }
+
+    /// Any JSON value Python's `==` compares, hashed as it is read.
+    fn hashed_value(&mut self, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
+        self.space();
+        match self.peek()? {
+            b'"' => hasher.json_string(self.string()?),
+            b'{' => {
+                self.hashed_object(hasher, depth + 1, |_, _, _| Some(()))?;
+            }
+            b'[' => {
+                if depth >= MAX_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                hasher.json_array_start();
+                self.space();
+                let mut count = 0;
+                if self.peek()? == b']' {
+                    self.at += 1;
+                } else {
+                    loop {
+                        self.hashed_value(hasher, depth + 1)?;
+                        count += 1;
+                        self.space();
+                        match self.peek()? {
+                            b',' => self.at += 1,
+                            b']' => {
+                                self.at += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                hasher.json_array_end(count);
+            }
+            b't' => {
+                self.literal(b"true")?;
+                hasher.json_integer(1);
+            }
+            b'f' => {
+                self.literal(b"false")?;
+                hasher.json_integer(0);
+            }
+            b'n' => {
+                self.literal(b"null")?;
+                hasher.json_null();
+            }
+            _ => hasher.json_integer(i128::from(self.integer()?)),
+        }
+        Some(())
+    }
+
+    /// An object hashed as it is read; its keys must come in ascending
+    /// order (every writer of artifacts sorts them), else the exact path
+    /// decides. `seen` gets each key with the span of its value's text.
+    fn hashed_object(
+        &mut self,
+        hasher: &mut ContentHasher,
+        depth: usize,
+        mut seen: impl FnMut(&mut Self, &'l str, usize) -> Option<()>,
+    ) -> Option<usize> {
+        if depth >= MAX_DEPTH {
+            return None;
+        }
+        hasher.json_object_start();
+        let mut previous: Option<&str> = None;
+        let count = self.object(|cursor, key| {
+            // Strictly ascending: also refuses duplicate keys, which Python
+            // resolves to the last value.
+            if previous.is_some_and(|previous| previous >= key) {
+                return None;
+            }
+            previous = Some(key);
+            hasher.json_key(key);
+            cursor.space();
+            let start = cursor.at;
+            cursor.hashed_value(hasher, depth)?;
+            seen(cursor, key, start)
+        })?;
+        hasher.json_object_end(count);
+        Some(count)
+    }
+
+    /// The metadata object: its hash, its name candidates, and its
+    /// `intervals` read into `pairs` when they are a list of pairs.
+    fn metadata(&mut self, pairs: &mut Vec<(u64, u64)>) -> Option<Meta<'l>> {
+        let mut hasher = ContentHasher::default();
+        let mut meta = Meta::default();
+        self.hashed_object(&mut hasher, 1, |cursor, key, start| {
+            match key {
+                "name" => meta.name = cursor.text.get(start..cursor.at).and_then(plain_string),
+                "first_name" => meta.first_name = cursor.text.get(start..cursor.at).and_then(plain_string),
+                "intervals" => {
+                    meta.intervals = cursor
+                        .text
+                        .get(start..cursor.at)
+                        .map_or(Intervals::Other, |text| read_pairs(text, pairs));
+                }
+                _ => {}
+            }
+            Some(())
+        })?;
+        meta.hash = hasher.finish128();
+        Some(meta)
+    }
+}
+
+/// The content of a JSON string's text (quotes included), which the hashing
+/// walk has already checked has no escapes.
+fn plain_string(text: &str) -> Option<&str> {
+    text.strip_prefix('"')?.strip_suffix('"')
+}
+
+/// `[[offset, duration], ...]` of non-negative integers, read from JSON
+/// text the hashing walk has already checked.
+fn read_pairs(text: &str, pairs: &mut Vec<(u64, u64)>) -> Intervals {
+    if text == "null" {
+        return Intervals::Null;
+    }
+    pairs.clear();
+    let mut cursor = Cursor { text, bytes: text.as_bytes(), at: 0 };
+    let mut list = || -> Option<()> {
+        cursor.eat(b'[')?;
+        cursor.space();
+        if cursor.peek()? == b']' {
+            cursor.at += 1;
+        } else {
+            loop {
+                cursor.eat(b'[')?;
+                let offset = cursor.integer()?;
+                cursor.eat(b',')?;
+                let duration = cursor.integer()?;
+                cursor.eat(b']')?;
+                pairs.push((offset, duration));
+                cursor.space();
+                match cursor.peek()? {
+                    b',' => cursor.at += 1,
+                    b']' => {
+                        cursor.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        cursor.space();
+        (cursor.at == cursor.bytes.len()).then_some(())
+    };
+    match list() {
+        Some(()) => Intervals::Pairs,
+        None => Intervals::Other,
+    }
+}
+
+/// Whether a line may be read by the view path at all: UTF-8 (checked once
+/// for all its strings) with no control byte anywhere (JSON allows none
+/// inside a string, and tabs between tokens are rare enough to leave).
+#[inline]
+fn plain_text(line: &[u8]) -> Option<&str> {
+    // Branch-free over blocks, so the check vectorizes.
+    let clean = line.chunks(32).all(|block| !block.iter().fold(false, |bad, &byte| bad | (byte < 0x20)));
+    if !clean {
+        return None;
+    }
+    std::str::from_utf8(line).ok()
+}
+
+/// The event on `line` (line `line_number` of the artifact), and whether
+/// it was a v4 reference row, when the view path can decide it alone.
+/// `pairs` is scratch room for an activity's intervals.
+pub(crate) fn scan<'l>(
+    line: &'l [u8],
+    line_number: u64,
+    registry: &'l Registry,
+    interner: &'l Interner,
+    pairs: &mut Vec<(u64, u64)>,
+) -> Option<(EventView<'l>, bool)> {
+    let text = plain_text(line)?;
+    let mut cursor = Cursor { text, bytes: line, at: 0 };
+    let mut row = Members::default();
+    cursor.object(|cursor, key| {
+        // Each arm reads the value into its member; a member met twice (a
+        // duplicate key, which Python resolves to the last) is refused.
+        macro_rules! member {
+            ($field:ident, $read:ident) => {{
+                if !row.$field.is_absent() {
+                    return None;
+                }
+                row.$field = cursor.$read()?;
+            }};
+        }
+        match key {
+            "schema_version" => member!(schema_version, field_integer),
+            "event_type" => member!(event_type, field_string),
+            "context_id" => member!(context_id, field_string),
+            "context" => {
+                if !row.context.is_absent() {
+                    return None;
+                }
+                cursor.space();
+                let rest = &cursor.bytes[cursor.at..];
+                let (raw, context) = interner.raw_contexts.iter().find(|(raw, _)| rest.starts_with(raw))?;
+                cursor.at += raw.len();
+                row.context = Field::Present(context);
+            }
+            "event_id" => member!(event_id, field_string),
+            "metadata" => {
+                if !row.metadata.is_absent() {
+                    return None;
+                }
+                // `null` metadata is the exact path's to reject.
+                row.metadata = Field::Present(cursor.metadata(pairs)?);
+            }
+            "request_ref" => member!(request_ref, field_ref),
+            "attempt_ref" => member!(attempt_ref, field_ref),
+            "backend_request_ref" => member!(backend_request_ref, field_ref),
+            "start_ns" => member!(start_ns, field_integer),
+            "end_ns" => member!(end_ns, field_integer),
+            "status" => member!(status, field_string),
+            "input_tokens" => member!(input_tokens, field_integer),
+            "output_tokens" => member!(output_tokens, field_integer),
+            "kv_bytes" => member!(kv_bytes, field_integer),
+            "iteration_ref" => member!(iteration_ref, field_ref),
+            "batch_ref" => member!(batch_ref, field_ref),
+            "stage_ref" => member!(stage_ref, field_ref),
+            "name" => member!(name, field_string),
+            "role" => member!(role, field_string),
+            "activity_ref" => member!(activity_ref, field_ref),
+            "activity_kind" => member!(activity_kind, field_string),
+            "attribution_status" => member!(attribution_status, field_string),
+            "activity_domain" => member!(activity_domain, field_string),
+            "correlation_scope" => member!(correlation_scope, field_ref),
+            "trace_attachment_id" => member!(trace_attachment_id, field_string),
+            "runtime_correlation_id" => member!(runtime_correlation_id, field_integer),
+            "cuda_correlation_id" => member!(cuda_correlation_id, field_integer),
+            "stream_id" => member!(stream_id, field_integer),
+            "graph_id" => member!(graph_id, field_integer),
+            _ => return None,
+        }
+        Some(())
+    })?;
+    cursor.space();
+    if cursor.at != line.len() {
+        return None;
+    }
+    build(row, line_number, registry, pairs)
+}
+
+fn span(start: Field<u64>, end: Field<u64>) -> Option<Span> {
+    Span::new(start.optional(), end.optional()).ok()
+}
+
+fn tokens(row: &Members<'_>) -> TokenCounts {
+    TokenCounts {
+        input_tokens: row.input_tokens.optional(),
+        output_tokens: row.output_tokens.optional(),
+        kv_bytes: row.kv_bytes.optional(),
+    }
+}
+
+/// The members a body of `event_type` reads; any other member present,
+/// even as `null`, is one the exact path must judge.
+fn only_members_of(row: &Members<'_>, event_type: EventType) -> bool {
+    let request = matches!(event_type, EventType::Request);
+    let iteration = matches!(event_type, EventType::Iteration);
+    let stage = matches!(event_type, EventType::Stage);
+    let membership = matches!(event_type, EventType::Membership);
+    let activity = matches!(event_type, EventType::ActivityRef);
+    let allowed = [
+        (row.request_ref.is_absent(), request || stage || membership),
+        (row.attempt_ref.is_absent(), request || membership),
+        (row.backend_request_ref.is_absent(), request),
+        (row.start_ns.is_absent(), request || iteration || stage || activity),
+        (row.end_ns.is_absent(), request || iteration || stage || activity),
+        (row.status.is_absent(), request),
+        (row.input_tokens.is_absent(), request || stage || membership),
+        (row.output_tokens.is_absent(), request || stage || membership),
+        (row.kv_bytes.is_absent(), request || stage || membership),
+        (row.iteration_ref.is_absent(), iteration || stage || membership || activity),
+        (row.batch_ref.is_absent(), iteration),
+        (row.stage_ref.is_absent(), stage),
+        (row.name.is_absent(), stage),
+        (row.role.is_absent(), membership),
+        (row.activity_ref.is_absent(), activity),
+        (row.activity_kind.is_absent(), activity),
+        (row.attribution_status.is_absent(), activity),
+        (row.activity_domain.is_absent(), activity),
+        (row.correlation_scope.is_absent(), activity),
+        (row.trace_attachment_id.is_absent(), activity),
+        (row.runtime_correlation_id.is_absent(), activity),
+        (row.cuda_correlation_id.is_absent(), activity),
+        (row.stream_id.is_absent(), activity),
+        (row.graph_id.is_absent(), activity),
+    ];
+    allowed.iter().all(|&(absent, used)| absent || used)
+}
+
+fn build<'l>(
+    row: Members<'l>,
+    line_number: u64,
+    registry: &'l Registry,
+    pairs: &[(u64, u64)],
+) -> Option<(EventView<'l>, bool)> {
+    let event_type = EventType::parse(row.event_type.required()?).ok()?;
+    if !matches!(
+        event_type,
+        EventType::Request
+            | EventType::Iteration
+            | EventType::Stage
+            | EventType::Membership
+            | EventType::ActivityRef
+    ) || !only_members_of(&row, event_type)
+    {
+        return None;
+    }
+    let version = row.schema_version.required()?;
+    let meta = match row.metadata {
+        Field::Absent => Meta { hash: tally_core::metadata_hash(&serde_json::Map::new()), ..Meta::default() },
+        Field::Present(meta) => meta,
+        Field::Null => return None,
+    };
+    let activity = event_type == EventType::ActivityRef;
+    let intervals = if activity { meta.intervals } else { Intervals::Absent };
+    let declared = if intervals == Intervals::Absent { 2 } else { 3 };
+    let context = match (version, row.context_id, row.context) {
+        // v4 cannot carry null intervals: the exact path says so.
+        (4, Field::Present(id), Field::Absent) if intervals != Intervals::Null => {
+            registry.lookup(id, line_number)?
+        }
+        (2 | 3, Field::Absent, Field::Present(context)) if version == declared => context,
+        _ => return None,
+    };
+    let event_id = row.event_id.required()?;
+    let tokens = tokens(&row);
+    let body = match event_type {
+        EventType::Request => BodyView::Request {
+            request_ref: row.request_ref.required()?,
+            attempt_ref: row.attempt_ref.optional(),
+            backend_request_ref: row.backend_request_ref.optional(),
+            span: span(row.start_ns, row.end_ns)?,
+            status: row.status.optional(),
+            tokens,
+        },
+        EventType::Iteration => BodyView::Iteration {
+            iteration_ref: row.iteration_ref.required()?,
+            batch_ref: row.batch_ref.optional(),
+            span: span(row.start_ns, row.end_ns)?,
+        },
+        EventType::Stage => {
+            let (request_ref, iteration_ref) = (row.request_ref.optional(), row.iteration_ref.optional());
+            // A stage must reference a request or an iteration.
+            if request_ref.is_none() && iteration_ref.is_none() {
+                return None;
+            }
+            BodyView::Stage {
+                stage_ref: row.stage_ref.required()?,
+                name: row.name.required()?,
+                request_ref,
+                iteration_ref,
+                span: span(row.start_ns, row.end_ns)?,
+                tokens,
+            }
+        }
+        EventType::Membership => BodyView::Membership {
+            request_ref: row.request_ref.required()?,
+            iteration_ref: row.iteration_ref.required()?,
+            role: row.role.required()?,
+            attempt_ref: row.attempt_ref.optional(),
+            tokens,
+        },
+        _ => {
+            let linked = match row.attribution_status.required()? {
+                "linked" => true,
+                "unresolved" => false,
+                _ => return None,
+            };
+            let activity_domain = match row.activity_domain {
+                Field::Absent => ActivityDomain::Unknown,
+                Field::Present(text) => ActivityDomain::parse(text).ok()?,
+                Field::Null => return None,
+            };
+            let iteration_ref = row.iteration_ref.optional();
+            if iteration_ref.is_some() != linked {
+                return None;
+            }
+            BodyView::ActivityRef(ActivityView {
+                activity_ref: row.activity_ref.required()?,
+                activity_kind: row.activity_kind.required()?,
+                activity_domain,
+                iteration_ref,
+                correlation_scope: row.correlation_scope.optional(),
+                trace_attachment_id: row.trace_attachment_id.optional(),
+                runtime_correlation_id: row.runtime_correlation_id.optional(),
+                cuda_correlation_id: row.cuda_correlation_id.optional(),
+                stream_id: row.stream_id.optional(),
+                graph_id: row.graph_id.optional(),
+                span: span(row.start_ns, row.end_ns)?,
+            })
+        }
+    };
+    let listed = match intervals {
+        Intervals::Absent | Intervals::Null => None,
+        Intervals::Other => return None,
+        Intervals::Pairs => {
+            let BodyView::ActivityRef(activity) = &body else { return None };
+            let (start, end) = activity.span.bounds()?;
+            Some(Cow::Owned(tally_core::busy_intervals_from_pairs(pairs, start, end).ok()?.into_vec()))
+        }
+    };
+    let metadata = MetadataDigest {
+        hash: meta.hash,
+        name: activity_name_of(meta.name, meta.first_name),
+        intervals: listed,
+    };
+    Some((EventView { context, event_id, metadata, body }, version == 4))
+}

@@ -1,0 +1,264 @@
+//! 128-bit hashes of event content, equal for values Python's `==` finds
+//! equal: what a streaming resolver compares instead of keeping events.
+//!
+//! [`ContentHasher`] is two independent folded-multiply lanes. Two values
+//! get the same hash when they are equal as stormlog compares them and
+//! different hashes otherwise, but for a chance of about 2^-128 per pair.
+//!
+//! JSON is hashed through a small set of steps ([`ContentHasher::json_null`],
+//! [`ContentHasher::json_object_start`], ...) that a decoded
+//! `serde_json::Value` and a parser reading JSON text straight from a line
+//! both drive, so that a reader that never builds the value still computes
+//! the same hash. The steps are prefix-free (objects and arrays end with
+//! their length, not start with it), so a reader can hash while it reads.
+
+use std::hash::Hasher;
+
+use serde_json::{Map, Number, Value};
+
+const LANE_A: u64 = 0x9e37_79b9_7f4a_7c15;
+const LANE_B: u64 = 0xc2b2_ae3d_27d4_eb4f;
+const FINISH_A: u64 = 0x5851_f42d_4c95_7f2d;
+const FINISH_B: u64 = 0x1656_67b1_9e37_79f9;
+
+const TAG_NULL: u8 = 10;
+const TAG_INTEGER: u8 = 11;
+const TAG_FLOAT: u8 = 12;
+const TAG_STRING: u8 = 13;
+const TAG_ARRAY: u8 = 14;
+const TAG_OBJECT: u8 = 15;
+const TAG_KEY: u8 = 16;
+const TAG_ARRAY_END: u8 = 17;
+const TAG_OBJECT_END: u8 = 18;
+
+#[inline]
+fn folded_multiply(a: u64, b: u64) -> u64 {
+    let product = u128::from(a) * u128::from(b);
+    (product as u64) ^ ((product >> 64) as u64)
+}
+
+/// A 128-bit content hasher (not a cryptographic one: it keeps apart values
+/// that differ by accident, not by design).
+///
+/// ```
+/// use serde_json::json;
+/// use tally_core::ContentHasher;
+/// let hash = |value: &serde_json::Value| {
+///     let mut hasher = ContentHasher::default();
+///     hasher.json_value(value);
+///     hasher.finish128()
+/// };
+/// assert_eq!(hash(&json!({"a": 1, "b": [true]})), hash(&json!({"b": [1.0], "a": 1})));
+/// assert_ne!(hash(&json!({"a": 1})), hash(&json!({"a": "1"})));
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct ContentHasher {
+    a: u64,
+    b: u64,
+}
+
+impl Default for ContentHasher {
+    fn default() -> Self {
+        Self { a: 0x243f_6a88_85a3_08d3, b: 0x1319_8a2e_0370_7344 }
+    }
+}
+
+impl ContentHasher {
+    /// One 64-bit word.
+    #[inline]
+    pub fn word(&mut self, word: u64) {
+        self.a = folded_multiply(self.a ^ word, LANE_A);
+        self.b = folded_multiply(self.b ^ word.rotate_left(29), LANE_B);
+    }
+
+    /// The 128-bit result.
+    pub fn finish128(&self) -> u128 {
+        let high = folded_multiply(self.a ^ self.b.rotate_left(17), FINISH_A);
+        let low = folded_multiply(self.b ^ self.a.rotate_left(41), FINISH_B);
+        (u128::from(high) << 64) | u128::from(low)
+    }
+
+    /// A marker that keeps the kinds of what follows apart.
+    #[inline]
+    pub fn tag(&mut self, tag: u8) {
+        self.word(0xa5a5_0000 | u64::from(tag));
+    }
+
+    /// A string, length first.
+    #[inline]
+    pub fn text(&mut self, text: &str) {
+        self.word(text.len() as u64);
+        self.write(text.as_bytes());
+    }
+
+    /// An optional value: a tag for absence, or a tag and the value.
+    #[inline]
+    pub fn option<T>(&mut self, value: Option<T>, each: impl FnOnce(&mut Self, T)) {
+        match value {
+            None => self.tag(0),
+            Some(value) => {
+                self.tag(1);
+                each(self, value);
+            }
+        }
+    }
+
+    /// JSON `null`.
+    #[inline]
+    pub fn json_null(&mut self) {
+        self.tag(TAG_NULL);
+    }
+
+    /// A JSON integer, or a boolean or float that Python finds equal to it.
+    #[inline]
+    pub fn json_integer(&mut self, value: i128) {
+        self.tag(TAG_INTEGER);
+        self.word(value as u64);
+        self.word((value >> 64) as u64);
+    }
+
+    /// A JSON number that is not an integer (a float holding an integer
+    /// hashes as [`ContentHasher::json_integer`], as Python compares it).
+    pub fn json_float(&mut self, value: f64) {
+        if value.fract() == 0.0 && value.abs() < 1.7e38 {
+            // No fraction and inside i128: converts exactly.
+            return self.json_integer(value as i128);
+        }
+        self.tag(TAG_FLOAT);
+        self.word(value.to_bits());
+    }
+
+    /// A JSON string.
+    #[inline]
+    pub fn json_string(&mut self, text: &str) {
+        self.tag(TAG_STRING);
+        self.text(text);
+    }
+
+    /// The start of a JSON array; its items follow, then
+    /// [`ContentHasher::json_array_end`].
+    #[inline]
+    pub fn json_array_start(&mut self) {
+        self.tag(TAG_ARRAY);
+    }
+
+    /// The end of a JSON array of `len` items.
+    #[inline]
+    pub fn json_array_end(&mut self, len: usize) {
+        self.tag(TAG_ARRAY_END);
+        self.word(len as u64);
+    }
+
+    /// The start of a JSON object; its members follow in ascending key
+    /// order (bytewise, as `serde_json::Map` sorts them), each a
+    /// [`ContentHasher::json_key`] and a value, then
+    /// [`ContentHasher::json_object_end`]. Python's dict equality ignores
+    /// order; a reader that meets keys out of order must sort them first.
+    #[inline]
+    pub fn json_object_start(&mut self) {
+        self.tag(TAG_OBJECT);
+    }
+
+    /// A member's key.
+    #[inline]
+    pub fn json_key(&mut self, key: &str) {
+        self.tag(TAG_KEY);
+        self.text(key);
+    }
+
+    /// The end of a JSON object of `len` members.
+    #[inline]
+    pub fn json_object_end(&mut self, len: usize) {
+        self.tag(TAG_OBJECT_END);
+        self.word(len as u64);
+    }
+
+    /// A decoded JSON value, as Python's `==` sees it.
+    pub fn json_value(&mut self, value: &Value) {
+        match value {
+            Value::Null => self.json_null(),
+            Value::Bool(flag) => self.json_integer(i128::from(*flag)),
+            Value::Number(number) => self.json_number(number),
+            Value::String(text) => self.json_string(text),
+            Value::Array(items) => {
+                self.json_array_start();
+                for item in items {
+                    self.json_value(item);
+                }
+                self.json_array_end(items.len());
+            }
+            Value::Object(map) => self.json_map(map),
+        }
+    }
+
+    /// A decoded JSON object, whatever its key order.
+    pub fn json_map(&mut self, map: &Map<String, Value>) {
+        self.json_object_start();
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        // serde_json's map iterates sorted unless its preserve_order feature
+        // is on somewhere in the build; either way the hash is of sorted keys.
+        if !entries.windows(2).all(|pair| pair[0].0 <= pair[1].0) {
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        }
+        for (key, item) in entries {
+            self.json_key(key);
+            self.json_value(item);
+        }
+        self.json_object_end(map.len());
+    }
+
+    /// The same normalisation as [`crate::python_json_eq`].
+    fn json_number(&mut self, number: &Number) {
+        if let Some(unsigned) = number.as_u64() {
+            return self.json_integer(i128::from(unsigned));
+        }
+        if let Some(signed) = number.as_i64() {
+            return self.json_integer(i128::from(signed));
+        }
+        self.json_float(number.as_f64().unwrap_or(f64::NAN));
+    }
+}
+
+impl Hasher for ContentHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        let rest = chunks.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        // The remainder's length keeps "a" and "a\0" apart.
+        self.word(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
+    }
+
+    fn write_u8(&mut self, value: u8) {
+        self.word(u64::from(value));
+    }
+
+    fn write_u32(&mut self, value: u32) {
+        self.word(u64::from(value));
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.word(value);
+    }
+
+    fn write_usize(&mut self, value: usize) {
+        self.word(value as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.finish128() as u64
+    }
+}
+
+/// The hash of one JSON object's members ([`ContentHasher::json_map`] on a
+/// fresh hasher): what an event view carries of its metadata.
+pub fn metadata_hash(map: &Map<String, Value>) -> u128 {
+    let mut hasher = ContentHasher::default();
+    hasher.json_map(map);
+    hasher.finish128()
+}

@@ -1,0 +1,312 @@
+//! Events made ready for the streaming resolver: what
+//! [`crate::StreamingResolver`] needs of each event, hashed and copied into
+//! one batch, so that this part of the work runs wherever the events were
+//! decoded (on many threads at once) and the resolver's own, serial part
+//! only looks up and keeps.
+//!
+//! A [`PreparedBatch`] owns everything it holds (the strings the resolver
+//! may keep are copied into one buffer, contexts are shared), so it outlives
+//! the text or the events it was prepared from.
+
+use std::sync::Arc;
+
+use tally_core::view::{BodyView, EventView, RefView};
+use tally_core::{ActivityDomain, BusyIntervals, ContentHasher, CorrelationContext, Interval, Span};
+
+use crate::AsCorrelationEvent;
+use crate::fingerprint::{content_fingerprint, context_fingerprint, reference};
+
+/// A string in a batch's text: start and length.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Str {
+    start: usize,
+    len: usize,
+}
+
+/// A reference in a batch's text.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct RefStr {
+    pub(crate) producer: Str,
+    pub(crate) id: Str,
+}
+
+/// An activity's busy time as prepared.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Busy {
+    /// No complete span.
+    Unknown,
+    /// `[start, end)`.
+    Span(u64, u64),
+    /// Listed intervals: first index and count in the batch's intervals.
+    Listed(usize, usize),
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PreparedActivity {
+    /// The 128-bit hash of the activity reference.
+    pub(crate) key: u128,
+    pub(crate) activity_ref: RefStr,
+    pub(crate) kind: Str,
+    pub(crate) domain: ActivityDomain,
+    pub(crate) iteration: Option<RefStr>,
+    pub(crate) scope: Option<RefStr>,
+    pub(crate) name: Option<Str>,
+    pub(crate) cuda_correlation_id: Option<u64>,
+    pub(crate) stream_id: Option<u64>,
+    pub(crate) busy: Busy,
+}
+
+/// What the resolver keeps of a body.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PreparedBody {
+    Request {
+        request: RefStr,
+        attempt: Option<RefStr>,
+    },
+    Iteration {
+        iteration: RefStr,
+        span: Span,
+    },
+    Stage {
+        stage: RefStr,
+        request: Option<RefStr>,
+        iteration: Option<RefStr>,
+    },
+    Membership {
+        request: RefStr,
+        attempt: Option<RefStr>,
+        iteration: RefStr,
+        role: Str,
+    },
+    Activity(PreparedActivity),
+    Alignment {
+        from: Str,
+        to: Str,
+        offset_ns: i64,
+        uncertainty_ns: u64,
+        validity: Span,
+    },
+    /// Artifact identities and capabilities: deduplicated, never tabled.
+    Untabled,
+}
+
+/// One prepared event.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedEvent {
+    /// Its position in the stream, as errors report it.
+    pub(crate) record: usize,
+    /// Index into the batch's contexts.
+    pub(crate) context: u32,
+    /// The 128-bit hash of (session, producer, event ID).
+    pub(crate) key: u128,
+    /// The content fingerprint, folded to 64 bits (compared only between
+    /// deliveries under one key).
+    pub(crate) fingerprint: u64,
+    pub(crate) event_id: Str,
+    pub(crate) body: PreparedBody,
+}
+
+/// A context of the batch: the context, its fingerprint, and the hasher
+/// state after its namespace (session and producer), from which each event
+/// key goes on.
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedContext {
+    pub(crate) context: Arc<CorrelationContext>,
+    pub(crate) fingerprint: u128,
+    namespace: ContentHasher,
+}
+
+/// Consecutive events prepared for [`crate::StreamingResolver::push_prepared`],
+/// in stream order.
+///
+/// ```
+/// use serde_json::json;
+/// use tally_core::parse_inference_record;
+/// use tally_resolve::{PreparedBatch, ResolvedEvidence, StreamingResolver};
+///
+/// let iteration = parse_inference_record(json!({"schema_version": 2,
+///     "event_type": "infer.iteration", "event_id": "e1",
+///     "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "doc",
+///                 "clock_domain": "host", "clock_kind": "monotonic",
+///                 "collection_mode": "active", "provenance": "observed"},
+///     "iteration_ref": {"producer_id": "p", "id": "step-1"}, "start_ns": 5, "end_ns": 9})).unwrap();
+/// // Preparing may run on any thread; the batch owns what it holds.
+/// let mut batch = PreparedBatch::default();
+/// batch.push_record(0, &iteration);
+/// batch.push_record(1, &iteration);
+/// let mut resolver = StreamingResolver::new();
+/// resolver.push_prepared(&batch).unwrap();
+/// assert_eq!(resolver.finish().unwrap().counts().iterations, 1);
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct PreparedBatch {
+    pub(crate) text: String,
+    pub(crate) contexts: Vec<PreparedContext>,
+    pub(crate) intervals: Vec<Interval>,
+    pub(crate) events: Vec<PreparedEvent>,
+}
+
+impl PreparedBatch {
+    /// An empty batch with room for about `events` events.
+    pub fn with_capacity(events: usize) -> Self {
+        Self {
+            text: String::with_capacity(events * 96),
+            contexts: Vec::new(),
+            intervals: Vec::new(),
+            events: Vec::with_capacity(events),
+        }
+    }
+
+    /// Events prepared.
+    pub fn len(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Whether none was prepared.
+    pub fn is_empty(&self) -> bool {
+        self.events.is_empty()
+    }
+
+    /// Empties the batch, keeping its buffers.
+    pub fn clear(&mut self) {
+        self.text.clear();
+        self.contexts.clear();
+        self.intervals.clear();
+        self.events.clear();
+    }
+
+    /// Prepares the record at position `record` of the stream (a record
+    /// that takes no part, such as a legacy one, adds nothing).
+    pub fn push_record(&mut self, record: usize, item: &(impl AsCorrelationEvent + ?Sized)) {
+        if let Some(event) = item.as_correlation_event() {
+            self.push(record, &event.view());
+        }
+    }
+
+    /// Prepares the event at position `record` of the stream.
+    pub fn push(&mut self, record: usize, event: &EventView<'_>) {
+        let context = self.context(event.context);
+        let prepared = &self.contexts[context as usize];
+        let full = content_fingerprint(event, prepared.fingerprint);
+        let mut key = prepared.namespace;
+        key.text(event.event_id);
+        let key = key.finish128();
+        let event_id = self.str(event.event_id);
+        let body = self.body(event);
+        self.events.push(PreparedEvent {
+            record,
+            context,
+            key,
+            fingerprint: (full as u64) ^ ((full >> 64) as u64),
+            event_id,
+            body,
+        });
+    }
+
+    /// The batch's index of a context, by address (a batch holds a handful).
+    fn context(&mut self, context: &Arc<CorrelationContext>) -> u32 {
+        if let Some(at) = self.contexts.iter().rposition(|known| Arc::ptr_eq(&known.context, context)) {
+            return at as u32;
+        }
+        let mut namespace = ContentHasher::default();
+        namespace.text(&context.session_id);
+        namespace.text(&context.producer_id);
+        self.contexts.push(PreparedContext {
+            context: Arc::clone(context),
+            fingerprint: context_fingerprint(context),
+            namespace,
+        });
+        (self.contexts.len() - 1) as u32
+    }
+
+    fn str(&mut self, text: &str) -> Str {
+        let start = self.text.len();
+        self.text.push_str(text);
+        Str { start, len: text.len() }
+    }
+
+    fn reference(&mut self, value: RefView<'_>) -> RefStr {
+        RefStr { producer: self.str(value.producer_id()), id: self.str(value.id()) }
+    }
+
+    fn optional(&mut self, value: Option<RefView<'_>>) -> Option<RefStr> {
+        value.map(|value| self.reference(value))
+    }
+
+    fn body(&mut self, event: &EventView<'_>) -> PreparedBody {
+        match event.body {
+            BodyView::Request { request_ref, attempt_ref, .. } => PreparedBody::Request {
+                request: self.reference(request_ref),
+                attempt: self.optional(attempt_ref),
+            },
+            BodyView::Iteration { iteration_ref, span, .. } => {
+                PreparedBody::Iteration { iteration: self.reference(iteration_ref), span }
+            }
+            BodyView::Stage { stage_ref, request_ref, iteration_ref, .. } => PreparedBody::Stage {
+                stage: self.reference(stage_ref),
+                request: self.optional(request_ref),
+                iteration: self.optional(iteration_ref),
+            },
+            BodyView::Membership { request_ref, iteration_ref, role, attempt_ref, .. } => {
+                PreparedBody::Membership {
+                    request: self.reference(request_ref),
+                    attempt: self.optional(attempt_ref),
+                    iteration: self.reference(iteration_ref),
+                    role: self.str(role),
+                }
+            }
+            BodyView::ActivityRef(activity) => {
+                let mut key = ContentHasher::default();
+                reference(&mut key, activity.activity_ref);
+                let busy = match event.busy_intervals() {
+                    None => Busy::Unknown,
+                    Some(BusyIntervals::Span(interval)) => Busy::Span(interval.start_ns(), interval.end_ns()),
+                    Some(BusyIntervals::Listed(list)) => {
+                        let first = self.intervals.len();
+                        self.intervals.extend_from_slice(list);
+                        Busy::Listed(first, list.len())
+                    }
+                };
+                PreparedBody::Activity(PreparedActivity {
+                    key: key.finish128(),
+                    activity_ref: self.reference(activity.activity_ref),
+                    kind: self.str(activity.activity_kind),
+                    domain: activity.activity_domain,
+                    iteration: self.optional(activity.iteration_ref),
+                    scope: self.optional(activity.correlation_scope),
+                    name: event.metadata.name.map(|name| self.str(name)),
+                    cuda_correlation_id: activity.cuda_correlation_id,
+                    stream_id: activity.stream_id,
+                    busy,
+                })
+            }
+            BodyView::ClockAlignment {
+                from_clock_domain,
+                to_clock_domain,
+                offset_ns,
+                uncertainty_ns,
+                validity,
+            } => PreparedBody::Alignment {
+                from: self.str(from_clock_domain),
+                to: self.str(to_clock_domain),
+                offset_ns,
+                uncertainty_ns,
+                validity,
+            },
+            BodyView::Artifact { .. } | BodyView::Capabilities(_) => PreparedBody::Untabled,
+        }
+    }
+
+    /// The text of a prepared string.
+    pub(crate) fn get(&self, text: Str) -> &str {
+        // Every Str was cut from this batch's text by `str`, at char
+        // boundaries, and the text only grows until `clear` drops both.
+        &self.text[text.start..text.start + text.len]
+    }
+
+    /// A prepared reference as a view.
+    pub(crate) fn get_ref(&self, value: RefStr) -> RefView<'_> {
+        // Both parts were copied from a RefView, whose parts are non-empty.
+        RefView::new(self.get(value.producer), self.get(value.id)).expect("prepared from a RefView")
+    }
+}
