@@ -2,9 +2,7 @@
 //! benchmark can print how far `tally account` is from being parsing-bound:
 //! reading it (from the page cache, `read` into one buffer), finding its
 //! line ends (memchr), parsing every line as JSON into nothing
-//! (`serde_json::IgnoredAny`) on one thread and on every core, and
-//! tally-artifact's own decode of every record (`read_mapped`, records
-//! dropped on the decoding threads) on one thread and on every core.
+//! (`serde_json::IgnoredAny`) on one thread and on every core.
 //!
 //! ```text
 //! cargo run --release -p tally-artifact --example parse_limit -- FILE [--repeat N]
@@ -19,7 +17,6 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::de::IgnoredAny;
-use tally_artifact::{ReadOptions, read_mapped};
 
 fn best_of<T>(repeat: usize, mut run: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::INFINITY;
@@ -60,25 +57,6 @@ fn pieces(text: &[u8], parts: usize) -> Vec<&[u8]> {
     pieces
 }
 
-fn decode(path: &PathBuf, threads: usize) -> anyhow::Result<u64> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build()?;
-    pool.install(|| {
-        let file = std::fs::File::open(path)?;
-        let mut records = 0u64;
-        read_mapped(
-            file,
-            &path.display().to_string(),
-            &ReadOptions::default(),
-            |batch| batch.records.len() as u64,
-            |count| {
-                records += count;
-                Ok(())
-            },
-        )?;
-        Ok(records)
-    })
-}
-
 fn main() -> anyhow::Result<()> {
     let mut args = std::env::args_os().skip(1);
     let mut path = None;
@@ -105,21 +83,15 @@ fn main() -> anyhow::Result<()> {
     let split = pieces(&text, cores * 8);
     let (parse_all_s, _) =
         best_of(repeat, || split.par_iter().map(|piece| parse_lines(piece)).sum::<usize>());
-    let (decode_one_s, records) = best_of(repeat, || decode(&path, 1));
-    let records = records?;
-    let (decode_all_s, _) = best_of(repeat, || decode(&path, cores));
     let report = serde_json::json!({
         "bytes": text.len(),
         "lines": lines,
-        "records": records,
         "cores": cores,
         "invalid_lines": invalid,
         "read_seconds": read_s,
         "line_ends_seconds": lines_s,
         "json_ignored_one_core_seconds": parse_one_s,
         "json_ignored_all_cores_seconds": parse_all_s,
-        "decode_one_core_seconds": decode_one_s,
-        "decode_all_cores_seconds": decode_all_s,
     });
     println!("{report}");
     Ok(())

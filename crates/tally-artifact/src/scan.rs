@@ -146,7 +146,7 @@ impl<'l> Cursor<'l> {
             return None;
         }
         let start = self.at + 1;
-        let length = memchr::memchr2(b'"', b'\\', &self.bytes[start..])?;
+        let length = quote_or_backslash(&self.bytes[start..])?;
         if self.bytes[start + length] != b'"' {
             return None;
         }
@@ -363,6 +363,31 @@ impl<'l> Cursor<'l> {
         meta.hash = hasher.finish128();
         Some(meta)
     }
+}
+
+/// The index of the first `"` or `\\` in `text`. The strings of a row are
+/// a few to a few dozen bytes: eight bytes a step, with no call, beats a
+/// vectorized search that must first be set up.
+#[inline]
+fn quote_or_backslash(text: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let mut at = 0;
+    while let Some(block) = text.get(at..at + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(block);
+        let word = u64::from_le_bytes(word);
+        // A byte of `word ^ pattern` is zero where the byte matches; the
+        // classic test sets its high bit there (and nowhere before it).
+        let quotes = word ^ (ONES * u64::from(b'"'));
+        let slashes = word ^ (ONES * u64::from(b'\\'));
+        let found = (quotes.wrapping_sub(ONES) & !quotes | slashes.wrapping_sub(ONES) & !slashes) & HIGHS;
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    text[at..].iter().position(|&byte| byte == b'"' || byte == b'\\').map(|found| at + found)
 }
 
 /// The content of a JSON string's text (quotes included), which the hashing
@@ -673,4 +698,19 @@ fn build<'l>(
         intervals: listed,
     };
     Some((EventView { context, event_id, metadata, body }, version == 4))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn quote_or_backslash_finds_the_first(text in prop::collection::vec(
+            prop::sample::select(vec![b'a', b'"', b'\\', 0x80, 0xff, 0x22 ^ 0x80, 0x5c ^ 0x01, 0x21, 0x23]), 0..40)
+        ) {
+            let naive = text.iter().position(|&byte| byte == b'"' || byte == b'\\');
+            prop_assert_eq!(super::quote_or_backslash(&text), naive);
+        }
+    }
 }

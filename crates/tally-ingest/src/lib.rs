@@ -216,7 +216,16 @@ pub fn resolve_inputs(
     options: &RunOptions<'_>,
     watcher: &mut dyn Watcher,
 ) -> Result<StreamedRun, RunError> {
-    let mut resolver = StreamingResolver::new();
+    // Tables sized once for about the records the plain files hold (a row
+    // is some hundreds of bytes), instead of rehashed at every doubling.
+    let plain_bytes: u64 = inputs
+        .iter()
+        .filter(|input| !input.is_trace())
+        .filter_map(|input| std::fs::metadata(input.path()).ok())
+        .map(|meta| meta.len())
+        .sum();
+    let expected_records = usize::try_from(plain_bytes / 600).unwrap_or(0).min(1 << 26);
+    let mut resolver = StreamingResolver::with_capacity(expected_records);
     if options.keep_labels {
         resolver = resolver.keeping_labels();
     }

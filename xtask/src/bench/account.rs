@@ -6,9 +6,16 @@
 //! `union_bench` example, release build), beside stormlog's
 //! `_merged_duration`.
 //!
-//! Targets (issue 3): at least 100 times stormlog's speed with under a
-//! quarter of its peak RSS; the union of 10 million intervals in under one
-//! second on one core.
+//! Each artifact row is followed by the limit rows of the same file (issue
+//! 18): reading it, finding its line ends, and parsing every line as JSON
+//! into nothing, each as MB/s and as a ratio of tally account's time, so
+//! the distance to parsing-bound is printed, not guessed. The artifact is
+//! read in both forms: v4 (compact) and its v2 twin (embedded contexts).
+//!
+//! Targets (issues 3 and 18): at least 100 times stormlog's speed with under
+//! a quarter of its peak RSS, within twice the all-cores JSON parse, at
+//! three times 170 MB per CPU-second; the union of 10 million intervals in
+//! under one second on one core.
 
 use std::process::Command;
 
@@ -16,6 +23,7 @@ use anyhow::{Context, bail};
 use serde_json::Value;
 
 use super::generate::{ArtifactSpec, GenForm, cached_artifact};
+use super::trace::children_cpu_seconds;
 use super::{BenchContext, Measure, Row, json_f64, parse_json};
 
 /// stormlog's whole path: load, resolve, account; prints the device totals
@@ -77,31 +85,52 @@ pub(super) fn device_rows(report: &Value) -> Value {
     Value::Array(rows)
 }
 
+/// Today's figure that issue 18's CPU target divides by three: about 170
+/// MB of artifact per CPU-second (0.48 s wall, 1.0 s of CPU on 171 MB).
+const BASELINE_MB_PER_CPU_SECOND: f64 = 170.0;
+
 fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
-    let spec = ArtifactSpec { target_bytes, form: GenForm::Compact, ranks: 4 };
+    for form in [GenForm::Compact, GenForm::Embedded] {
+        account_form(ctx, target_bytes, form)?;
+    }
+    Ok(())
+}
+
+fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> anyhow::Result<()> {
+    let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
     let (path, made) = cached_artifact(ctx.scratch_dir(), &spec)?;
     let tally = ctx.tally_bin()?;
     // Best of three: a run of half a second on a shared machine varies by a
-    // third from one run to the next; stormlog's ten seconds do not.
-    let mut best: Option<(Measure, String)> = None;
+    // third from one run to the next; stormlog's ten seconds do not. The
+    // CPU time is the best run's too.
+    let mut best: Option<(Measure, String, f64)> = None;
     for _ in 0..3 {
-        let run =
+        let before = children_cpu_seconds();
+        let (measure, stdout) =
             ctx.run_measured_capture(Command::new(&tally).args(["account", "--format", "json"]).arg(&path))?;
-        if best.as_ref().is_none_or(|(known, _)| run.0.seconds < known.seconds) {
-            best = Some(run);
+        let cpu = children_cpu_seconds() - before;
+        if best.as_ref().is_none_or(|(known, _, _)| measure.seconds < known.seconds) {
+            best = Some((measure, stdout, cpu));
         }
     }
-    let (measure, stdout) = best.context("three runs")?;
+    let (measure, stdout, cpu) = best.context("three runs")?;
     let report: Value = serde_json::from_str(&stdout).context("tally account --format json")?;
     if report["counts"]["activities"].as_u64().unwrap_or(0) == 0 {
         bail!("tally accounted no activities in {}", path.display());
     }
-    let mut row = Row::new(format!("account --format json (v4, {} MB)", made.bytes / 1_000_000), measure);
+    let megabytes = made.bytes as f64 / 1e6;
+    let label = form.label();
+    let mut row =
+        Row::new(format!("account --format json ({label}, {} MB)", made.bytes / 1_000_000), measure);
     row.bytes = Some(made.bytes);
     row.items = Some(made.records);
     row.item_unit = "records";
-    row.note = "best of 3; target: x100 speed, rss < 1/4".into();
+    row.note = format!(
+        "best of 3; cpu {cpu:.2} s = {:.0} MB per CPU-second (target >= {:.0}); target: x100 speed, rss < 1/4",
+        megabytes / cpu,
+        3.0 * BASELINE_MB_PER_CPU_SECOND,
+    );
     match ctx.python() {
         Some(python) => {
             let (reference, stdout) = ctx
@@ -119,7 +148,42 @@ fn account(ctx: &mut BenchContext) -> anyhow::Result<()> {
         }
         None => row.note += "; stormlog not installed: tally only",
     }
+    let tally_seconds = measure.seconds;
     ctx.record(row);
+    limit(ctx, &path, made.bytes, tally_seconds, label)
+}
+
+/// The floor under reading the same file, from tally-artifact's
+/// `parse_limit` example: each phase as MB/s and as the share of tally
+/// account's wall time it would take alone.
+fn limit(
+    ctx: &mut BenchContext,
+    path: &std::path::Path,
+    bytes: u64,
+    tally_seconds: f64,
+    label: &str,
+) -> anyhow::Result<()> {
+    let binary = ctx.release_example("tally-artifact", "parse_limit")?;
+    let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(path))?;
+    let result = parse_json(&stdout, "parse_limit output")?;
+    let cores = result["cores"].as_u64().unwrap_or(1);
+    let phases = [
+        ("read_seconds", "read into a buffer (page cache)".to_owned()),
+        ("line_ends_seconds", "line ends (memchr)".to_owned()),
+        ("json_ignored_one_core_seconds", "JSON parse into IgnoredAny, 1 core".to_owned()),
+        ("json_ignored_all_cores_seconds", format!("JSON parse into IgnoredAny, {cores} cores")),
+    ];
+    for (key, what) in phases {
+        let seconds = json_f64(&result, key, "parse_limit output")?;
+        let mut row =
+            Row::new(format!("  limit ({label}): {what}"), Measure { seconds, peak_rss_bytes: None });
+        row.bytes = Some(bytes);
+        row.note = format!("tally account takes x{:.2} this", tally_seconds / seconds);
+        if key == "json_ignored_all_cores_seconds" {
+            row.note += "; target: tally account <= x2 this";
+        }
+        ctx.record(row);
+    }
     Ok(())
 }
 
