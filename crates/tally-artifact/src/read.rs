@@ -859,7 +859,7 @@ fn decode_chunk(
     sink.reserve(usize::try_from(lines).unwrap_or(0));
     let mut counts =
         BatchCounts { records: 0, compact_records: 0, definitions: 0, decoded: DecodeStats::default() };
-    let mut pairs = Vec::new();
+    let mut scan_state = crate::scan::ScanState::default();
     let mut definitions = definitions.iter().peekable();
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
         if line.len() > paths.max_record {
@@ -876,7 +876,7 @@ fn decode_chunk(
         }
         if paths.views
             && let Some((event, compact)) =
-                crate::scan::scan(line, line_number, registry, interner, &mut pairs)
+                crate::scan::scan(line, line_number, registry, interner, &mut scan_state)
         {
             sink.event(line_number, &event);
             counts.records += 1;

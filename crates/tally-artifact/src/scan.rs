@@ -242,6 +242,9 @@ impl<'l> Cursor<'l> {
         if self.null() {
             return Some(Field::Null);
         }
+        if let Some(reference) = self.sorted_ref() {
+            return Some(Field::Present(reference));
+        }
         let (mut producer, mut id) = (None, None);
         self.object(|cursor, key| {
             let slot = match key {
@@ -256,6 +259,40 @@ impl<'l> Cursor<'l> {
             Some(())
         })?;
         RefView::new(producer?, id?).map(Field::Present)
+    }
+
+    /// A reference in the one spelling writers use (keys sorted, Python's
+    /// separators), read without scanning its keys; `None`, cursor
+    /// unmoved, for any other spelling, which [`Cursor::field_ref`] reads.
+    #[inline]
+    fn sorted_ref(&mut self) -> Option<RefView<'l>> {
+        const OPEN: &[u8] = b"{\"id\": \"";
+        const MIDDLE: &[u8] = b"\", \"producer_id\": \"";
+        let start = self.at;
+        let read = |cursor: &mut Self| -> Option<RefView<'l>> {
+            cursor.at += OPEN.len();
+            let id_end = cursor.at + quote_or_backslash(&cursor.bytes[cursor.at..])?;
+            let id = cursor.text.get(cursor.at..id_end)?;
+            if !starts_with(&cursor.bytes[id_end..], MIDDLE) {
+                return None;
+            }
+            cursor.at = id_end + MIDDLE.len();
+            let producer_end = cursor.at + quote_or_backslash(&cursor.bytes[cursor.at..])?;
+            let producer = cursor.text.get(cursor.at..producer_end)?;
+            if cursor.bytes.get(producer_end..producer_end + 2)? != b"\"}" {
+                return None;
+            }
+            cursor.at = producer_end + 2;
+            RefView::new(producer, id)
+        };
+        if !starts_with(&self.bytes[self.at..], OPEN) {
+            return None;
+        }
+        let found = read(self);
+        if found.is_none() {
+            self.at = start;
+        }
+        found
     }
 
     /// Any JSON value Python's `==` compares, hashed as it is read.
@@ -390,6 +427,26 @@ fn quote_or_backslash(text: &[u8]) -> Option<usize> {
     text[at..].iter().position(|&byte| byte == b'"' || byte == b'\\').map(|found| at + found)
 }
 
+/// `text.starts_with(prefix)` for the short prefixes of a row's keys, a
+/// word at a time: the library's comparison is a call per key.
+#[inline]
+fn starts_with(text: &[u8], prefix: &[u8]) -> bool {
+    let Some(head) = text.get(..prefix.len()) else {
+        return false;
+    };
+    let mut words = head.chunks_exact(8).zip(prefix.chunks_exact(8));
+    let word = |bytes: &[u8]| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(bytes);
+        u64::from_le_bytes(word)
+    };
+    if !words.all(|(a, b)| word(a) == word(b)) {
+        return false;
+    }
+    let tail = prefix.len() - prefix.len() % 8;
+    head[tail..].iter().zip(&prefix[tail..]).all(|(a, b)| a == b)
+}
+
 /// The content of a JSON string's text (quotes included), which the hashing
 /// walk has already checked has no escapes.
 fn plain_string(text: &str) -> Option<&str> {
@@ -450,20 +507,127 @@ fn plain_text(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(line).ok()
 }
 
+/// The top-level members the view path reads, quoted as they appear in a
+/// line; a member's number is its index.
+const MEMBERS: [&[u8]; 30] = [
+    b"\"schema_version\"",
+    b"\"event_type\"",
+    b"\"context_id\"",
+    b"\"context\"",
+    b"\"event_id\"",
+    b"\"metadata\"",
+    b"\"request_ref\"",
+    b"\"attempt_ref\"",
+    b"\"backend_request_ref\"",
+    b"\"start_ns\"",
+    b"\"end_ns\"",
+    b"\"status\"",
+    b"\"input_tokens\"",
+    b"\"output_tokens\"",
+    b"\"kv_bytes\"",
+    b"\"iteration_ref\"",
+    b"\"batch_ref\"",
+    b"\"stage_ref\"",
+    b"\"name\"",
+    b"\"role\"",
+    b"\"activity_ref\"",
+    b"\"activity_kind\"",
+    b"\"attribution_status\"",
+    b"\"activity_domain\"",
+    b"\"correlation_scope\"",
+    b"\"trace_attachment_id\"",
+    b"\"runtime_correlation_id\"",
+    b"\"cuda_correlation_id\"",
+    b"\"stream_id\"",
+    b"\"graph_id\"",
+];
+
+/// No member yet (the start of a line), in [`ScanState::next`].
+const START: usize = MEMBERS.len();
+
+fn member_number(key: &str) -> Option<usize> {
+    Some(match key {
+        "schema_version" => 0,
+        "event_type" => 1,
+        "context_id" => 2,
+        "context" => 3,
+        "event_id" => 4,
+        "metadata" => 5,
+        "request_ref" => 6,
+        "attempt_ref" => 7,
+        "backend_request_ref" => 8,
+        "start_ns" => 9,
+        "end_ns" => 10,
+        "status" => 11,
+        "input_tokens" => 12,
+        "output_tokens" => 13,
+        "kv_bytes" => 14,
+        "iteration_ref" => 15,
+        "batch_ref" => 16,
+        "stage_ref" => 17,
+        "name" => 18,
+        "role" => 19,
+        "activity_ref" => 20,
+        "activity_kind" => 21,
+        "attribution_status" => 22,
+        "activity_domain" => 23,
+        "correlation_scope" => 24,
+        "trace_attachment_id" => 25,
+        "runtime_correlation_id" => 26,
+        "cuda_correlation_id" => 27,
+        "stream_id" => 28,
+        "graph_id" => 29,
+        _ => return None,
+    })
+}
+
+/// What one decoding thread's view path keeps from line to line.
+#[derive(Debug)]
+pub(crate) struct ScanState {
+    /// Room for an activity's intervals.
+    pairs: Vec<(u64, u64)>,
+    /// For each member (and [`START`]), the member that followed it on the
+    /// last line: rows of one artifact list their members in the same
+    /// order, so the next key is checked against this guess with one
+    /// comparison instead of being scanned and matched.
+    next: [usize; START + 1],
+}
+
+impl Default for ScanState {
+    fn default() -> Self {
+        Self { pairs: Vec::new(), next: [START; START + 1] }
+    }
+}
+
 /// The event on `line` (line `line_number` of the artifact), and whether
 /// it was a v4 reference row, when the view path can decide it alone.
-/// `pairs` is scratch room for an activity's intervals.
 pub(crate) fn scan<'l>(
     line: &'l [u8],
     line_number: u64,
     registry: &'l Registry,
     interner: &'l Interner,
-    pairs: &mut Vec<(u64, u64)>,
+    state: &mut ScanState,
 ) -> Option<(EventView<'l>, bool)> {
     let text = plain_text(line)?;
     let mut cursor = Cursor { text, bytes: line, at: 0 };
     let mut row = Members::default();
-    cursor.object(|cursor, key| {
+    cursor.eat(b'{')?;
+    let mut previous = START;
+    loop {
+        cursor.space();
+        let guess = state.next[previous];
+        let number = match MEMBERS.get(guess) {
+            Some(quoted) if starts_with(&cursor.bytes[cursor.at..], quoted) => {
+                cursor.at += quoted.len();
+                guess
+            }
+            _ => {
+                let number = member_number(cursor.string()?)?;
+                state.next[previous] = number;
+                number
+            }
+        };
+        cursor.eat(b':')?;
         // Each arm reads the value into its member; a member met twice (a
         // duplicate key, which Python resolves to the last) is refused.
         macro_rules! member {
@@ -474,11 +638,11 @@ pub(crate) fn scan<'l>(
                 row.$field = cursor.$read()?;
             }};
         }
-        match key {
-            "schema_version" => member!(schema_version, field_integer),
-            "event_type" => member!(event_type, field_string),
-            "context_id" => member!(context_id, field_string),
-            "context" => {
+        match number {
+            0 => member!(schema_version, field_integer),
+            1 => member!(event_type, field_string),
+            2 => member!(context_id, field_string),
+            3 => {
                 if !row.context.is_absent() {
                     return None;
                 }
@@ -488,47 +652,56 @@ pub(crate) fn scan<'l>(
                 cursor.at += raw.len();
                 row.context = Field::Present(context);
             }
-            "event_id" => member!(event_id, field_string),
-            "metadata" => {
+            4 => member!(event_id, field_string),
+            5 => {
                 if !row.metadata.is_absent() {
                     return None;
                 }
                 // `null` metadata is the exact path's to reject.
-                row.metadata = Field::Present(cursor.metadata(pairs)?);
+                row.metadata = Field::Present(cursor.metadata(&mut state.pairs)?);
             }
-            "request_ref" => member!(request_ref, field_ref),
-            "attempt_ref" => member!(attempt_ref, field_ref),
-            "backend_request_ref" => member!(backend_request_ref, field_ref),
-            "start_ns" => member!(start_ns, field_integer),
-            "end_ns" => member!(end_ns, field_integer),
-            "status" => member!(status, field_string),
-            "input_tokens" => member!(input_tokens, field_integer),
-            "output_tokens" => member!(output_tokens, field_integer),
-            "kv_bytes" => member!(kv_bytes, field_integer),
-            "iteration_ref" => member!(iteration_ref, field_ref),
-            "batch_ref" => member!(batch_ref, field_ref),
-            "stage_ref" => member!(stage_ref, field_ref),
-            "name" => member!(name, field_string),
-            "role" => member!(role, field_string),
-            "activity_ref" => member!(activity_ref, field_ref),
-            "activity_kind" => member!(activity_kind, field_string),
-            "attribution_status" => member!(attribution_status, field_string),
-            "activity_domain" => member!(activity_domain, field_string),
-            "correlation_scope" => member!(correlation_scope, field_ref),
-            "trace_attachment_id" => member!(trace_attachment_id, field_string),
-            "runtime_correlation_id" => member!(runtime_correlation_id, field_integer),
-            "cuda_correlation_id" => member!(cuda_correlation_id, field_integer),
-            "stream_id" => member!(stream_id, field_integer),
-            "graph_id" => member!(graph_id, field_integer),
+            6 => member!(request_ref, field_ref),
+            7 => member!(attempt_ref, field_ref),
+            8 => member!(backend_request_ref, field_ref),
+            9 => member!(start_ns, field_integer),
+            10 => member!(end_ns, field_integer),
+            11 => member!(status, field_string),
+            12 => member!(input_tokens, field_integer),
+            13 => member!(output_tokens, field_integer),
+            14 => member!(kv_bytes, field_integer),
+            15 => member!(iteration_ref, field_ref),
+            16 => member!(batch_ref, field_ref),
+            17 => member!(stage_ref, field_ref),
+            18 => member!(name, field_string),
+            19 => member!(role, field_string),
+            20 => member!(activity_ref, field_ref),
+            21 => member!(activity_kind, field_string),
+            22 => member!(attribution_status, field_string),
+            23 => member!(activity_domain, field_string),
+            24 => member!(correlation_scope, field_ref),
+            25 => member!(trace_attachment_id, field_string),
+            26 => member!(runtime_correlation_id, field_integer),
+            27 => member!(cuda_correlation_id, field_integer),
+            28 => member!(stream_id, field_integer),
+            29 => member!(graph_id, field_integer),
             _ => return None,
         }
-        Some(())
-    })?;
+        previous = number;
+        cursor.space();
+        match cursor.peek()? {
+            b',' => cursor.at += 1,
+            b'}' => {
+                cursor.at += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
     cursor.space();
     if cursor.at != line.len() {
         return None;
     }
-    build(row, line_number, registry, pairs)
+    build(row, line_number, registry, &state.pairs)
 }
 
 fn span(start: Field<u64>, end: Field<u64>) -> Option<Span> {
