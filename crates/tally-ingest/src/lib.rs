@@ -168,6 +168,9 @@ pub fn for_each_trace_record<E: From<String>>(
     }
 }
 
+/// Imported trace records resolved at a time.
+const TRACE_BATCH: usize = 512;
+
 /// Lines read per window: small windows keep the decoder's working set at a
 /// few megabytes, and are no slower.
 const WINDOW_BYTES: usize = 1 << 19;
@@ -268,13 +271,30 @@ pub fn resolve_inputs(
                 let import = (options.import)(&traces.iter().collect::<Vec<_>>()).map_err(RunError::Input)?;
                 let mut number = 0;
                 let mut rejected: Option<ResolveError> = None;
+                // Imported records are prepared as they come and resolved a
+                // batch at a time, as artifact windows are: the resolver
+                // touches a batch's table slots together.
+                let mut batch = PreparedBatch::with_capacity(TRACE_BATCH);
                 let outcome = for_each_trace_record(std::mem::take(&mut traces), &import, |record| {
                     number += 1;
-                    resolver.push(position(file, number), &record).map_err(|error| {
+                    batch.push_record(position(file, number), &record);
+                    if batch.len() < TRACE_BATCH {
+                        return Ok(());
+                    }
+                    let pushed = resolver.push_prepared(&batch);
+                    batch.clear();
+                    pushed.map_err(|error| {
                         rejected = Some(error);
                         String::from("resolution stopped")
                     })
                 });
+                // The records imported before any import error came first,
+                // as when each was resolved as it came.
+                if rejected.is_none()
+                    && let Err(error) = resolver.push_prepared(&batch)
+                {
+                    rejected = Some(error);
+                }
                 if let Some(error) = rejected {
                     return Err(locate(&names, error));
                 }
