@@ -21,6 +21,8 @@ use crate::decimal::{self, DecimalError};
 use crate::json_stream::{JsonStream, Parsed, StreamError, parse_one};
 use crate::ranges::SpanMatcher;
 
+mod scan;
+
 /// The top-level values of a Kineto trace the import uses.
 #[derive(Debug, Default)]
 pub(crate) struct KinetoHeader {
@@ -201,12 +203,12 @@ fn read_events<R: Read>(
         if stream.peek()?.is_none() {
             return Err(StreamError::Eof { offset: stream.offset() }.into());
         }
-        let parsed = stream.value(|slice| match parse_one::<RawEvent<'_>>(slice)? {
-            Parsed::Value(event, used) => {
+        let parsed = stream.value(|slice| {
+            if let Some((event, used)) = scan::scan_event(slice) {
                 add_event(collected, spans, &event, index);
-                Ok(Parsed::Value((), used))
+                return Ok(Parsed::Value((), used));
             }
-            Parsed::Mismatch(message, used) => Ok(Parsed::Mismatch(message, used)),
+            parse_event(collected, spans, slice, index)
         })?;
         if let Parsed::Mismatch(message, _) = parsed {
             collected.events_read += 1;
@@ -222,6 +224,22 @@ fn read_events<R: Read>(
             Some(_) => return Err(stream.syntax("expected ',' or ']' after an event").into()),
             None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
         }
+    }
+}
+
+/// The serde path: every event the fast scanner leaves alone.
+fn parse_event(
+    collected: &mut Collected,
+    spans: &SpanMatcher,
+    slice: &[u8],
+    index: u64,
+) -> Result<Parsed<()>, serde_json::Error> {
+    match parse_one::<RawEvent<'_>>(slice)? {
+        Parsed::Value(event, used) => {
+            add_event(collected, spans, &event, index);
+            Ok(Parsed::Value((), used))
+        }
+        Parsed::Mismatch(message, used) => Ok(Parsed::Mismatch(message, used)),
     }
 }
 
@@ -333,15 +351,15 @@ fn add_event(collected: &mut Collected, spans: &SpanMatcher, event: &RawEvent<'_
 /// The event's start and end in ns, or a counted skip.
 fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str) -> Option<(u64, u64)> {
     let example = |what: &str| format!("traceEvents[{index}] {:?}: {what}", tally_core::shown(name));
-    let Some(ts) = event.ts.filter(|raw| raw.get() != "null") else {
+    let Some(ts) = event.ts.filter(|raw| *raw != "null") else {
         collected.skip("missing ts", || example("no ts"));
         return None;
     };
-    let Some(dur) = event.dur.filter(|raw| raw.get() != "null") else {
+    let Some(dur) = event.dur.filter(|raw| *raw != "null") else {
         collected.skip("missing dur", || example("no dur"));
         return None;
     };
-    let start = match decimal::micros_to_nanos(ts.get()) {
+    let start = match decimal::micros_to_nanos(ts) {
         Ok(nanos) => nanos,
         Err(error) => {
             let reason = match error {
@@ -349,11 +367,11 @@ fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str
                 DecimalError::OutOfRange => "ts out of range",
                 DecimalError::NotANumber => "invalid ts",
             };
-            collected.skip(reason, || example(&format!("ts {} is {error}", ts.get())));
+            collected.skip(reason, || example(&format!("ts {} is {error}", ts)));
             return None;
         }
     };
-    let duration = match decimal::micros_to_nanos(dur.get()) {
+    let duration = match decimal::micros_to_nanos(dur) {
         Ok(nanos) => nanos,
         Err(error) => {
             let reason = match error {
@@ -361,7 +379,7 @@ fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str
                 DecimalError::OutOfRange => "dur out of range",
                 DecimalError::NotANumber => "invalid dur",
             };
-            collected.skip(reason, || example(&format!("dur {} is {error}", dur.get())));
+            collected.skip(reason, || example(&format!("dur {} is {error}", dur)));
             return None;
         }
     };
@@ -402,8 +420,9 @@ struct RawEvent<'a> {
     name: Option<Text<'a>>,
     pid: Option<Id<'a>>,
     tid: Option<Id<'a>>,
-    ts: Option<&'a RawValue>,
-    dur: Option<&'a RawValue>,
+    /// `ts` and `dur` as their JSON text.
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
     args: Option<Args>,
 }
 
@@ -424,8 +443,8 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEvent<'a> {
                         "name" => event.name = map.next_value()?,
                         "pid" => event.pid = map.next_value()?,
                         "tid" => event.tid = map.next_value()?,
-                        "ts" => event.ts = map.next_value()?,
-                        "dur" => event.dur = map.next_value()?,
+                        "ts" => event.ts = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
+                        "dur" => event.dur = map.next_value::<Option<&RawValue>>()?.map(RawValue::get),
                         "args" => event.args = map.next_value()?,
                         _ => {
                             map.next_value::<IgnoredAny>()?;
