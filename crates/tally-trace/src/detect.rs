@@ -112,6 +112,11 @@ impl OpenedInput {
     pub fn into_reader(self) -> Box<dyn Read + Send> {
         self.reader
     }
+
+    /// The same input read through `wrap`.
+    pub(crate) fn map_reader(self, wrap: impl FnOnce(Box<dyn Read + Send>) -> Box<dyn Read + Send>) -> Self {
+        Self { path: self.path, format: self.format, reader: wrap(self.reader) }
+    }
 }
 
 /// Opens `path` (`-` for standard input) once and decides what it is by the

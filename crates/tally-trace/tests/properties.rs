@@ -12,6 +12,7 @@ use std::io::Write;
 
 use common::*;
 use proptest::prelude::*;
+use serde_json::Value;
 use tally_trace::Detail;
 use tally_trace::decimal::micros_to_nanos;
 
@@ -143,4 +144,84 @@ proptest! {
             prop_assert_eq!(summed, intervals.iter().map(|(s, e)| e - s).sum::<u128>());
         }
     }
+}
+
+/// Small real traces for the parallel-import properties.
+const SMALL_TRACES: [&str; 6] = [
+    "kineto/sampled-rank-0.json.gz",
+    "kineto/sampled-rank-1.json.gz",
+    "kineto/triton-single-kernel.json.gz",
+    "kineto/inference-rank-1-minimal.json.gz",
+    "kineto/alexnet-cuda-sync.json.gz",
+    "kineto/rocm-mi250-train.json.gz",
+];
+
+fn import_with(paths: &[std::path::PathBuf], threads: usize) -> (Vec<String>, Value) {
+    let mut options = options(Detail::Launch);
+    options.threads = threads;
+    let (events, summary) = tally_trace::import_traces_to_vec(paths, &options).unwrap();
+    (events.iter().map(|event| format!("{event:?}")).collect(), summary.to_json())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(16))]
+
+    /// Traces read on 2, 3 or 8 threads give the records, in the same order,
+    /// and the summary of one at a time; another order of the same files
+    /// gives the same records of each file and the same per-trace summaries.
+    #[test]
+    fn threads_and_file_order_change_nothing(
+        order in Just(SMALL_TRACES.to_vec()).prop_shuffle(),
+        count in 2usize..=SMALL_TRACES.len(),
+        threads in proptest::sample::select(vec![2usize, 3, 8]),
+    ) {
+        let paths: Vec<_> = order[..count].iter().map(|name| fixture(name)).collect();
+        let (one, one_summary) = import_with(&paths, 1);
+        let (several, several_summary) = import_with(&paths, threads);
+        prop_assert_eq!(&one, &several);
+        prop_assert_eq!(&one_summary, &several_summary);
+        let mut sorted_paths = paths.clone();
+        sorted_paths.sort();
+        let (canonical, canonical_summary) = import_with(&sorted_paths, threads);
+        // The last record is the capabilities record, whose summary lists
+        // the traces in the order given.
+        let set = |records: &[String]| {
+            let mut records = records[..records.len() - 1].to_vec();
+            records.sort();
+            records
+        };
+        prop_assert_eq!(set(&one), set(&canonical));
+        let traces = |summary: &Value| {
+            let mut traces: Vec<String> =
+                summary["traces"].as_array().unwrap().iter().map(Value::to_string).collect();
+            traces.sort();
+            traces
+        };
+        prop_assert_eq!(traces(&one_summary), traces(&canonical_summary));
+    }
+}
+
+#[test]
+fn a_failing_trace_fails_the_parallel_import_as_one_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"traceEvents": [{"ph": "X", "ts": 01}]}"#).unwrap();
+    let paths = [fixture(SMALL_TRACES[0]), broken, fixture(SMALL_TRACES[1])];
+    let messages: Vec<String> = [1, 2, 3]
+        .into_iter()
+        .map(|threads| {
+            let mut options = options(Detail::Launch);
+            options.threads = threads;
+            let mut records = 0u64;
+            let error = tally_trace::import_traces(&paths, &options, &mut |_| {
+                records += 1;
+                Ok(())
+            })
+            .unwrap_err();
+            format!("{records} {error}")
+        })
+        .collect();
+    assert!(messages[0].contains("broken.json: invalid JSON at byte"), "{}", messages[0]);
+    assert_eq!(messages[1], messages[0]);
+    assert_eq!(messages[2], messages[0]);
 }

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use proptest::strategy::Strategy as _;
 use serde_json::Value;
 
 fn tally(args: &[&str]) -> Output {
@@ -154,4 +155,59 @@ fn export_rejects_what_account_rejects() {
         checked += 1;
     }
     assert!(checked >= 6, "only {checked} rejected cases found");
+}
+
+/// `tally import` (records, creation time aside) and `tally account --format
+/// json` of `files` on `threads` threads.
+fn import_and_account(files: &[PathBuf], threads: usize) -> (Vec<String>, String) {
+    let threads = threads.to_string();
+    let mut args = vec!["--run-id", "r", "--threads", &threads];
+    args.extend(files.iter().map(|path| text(path)));
+    let imported = tally(&[&["import", "-o", "-"][..], &args].concat());
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    let records = String::from_utf8(imported.stdout)
+        .unwrap()
+        .lines()
+        .filter(|line| !line.contains("\"created_at_ns\""))
+        .map(str::to_owned)
+        .collect();
+    let accounted = tally(&[&["account", "--format", "json"][..], &args].concat());
+    assert!(accounted.status.success(), "{}", String::from_utf8_lossy(&accounted.stderr));
+    (records, String::from_utf8(accounted.stdout).unwrap())
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(6))]
+
+    /// Rank traces read on 1, 2 or 4 threads, in any order: the same artifact
+    /// for one order whatever the threads, the same records of each file
+    /// (the capabilities record lists the traces in the order given) and the
+    /// same accounting whatever the order.
+    #[test]
+    fn threads_and_file_order_give_the_same_artifact_and_accounting(
+        order in proptest::strategy::Just(vec![
+            "kineto/sampled-rank-0.json.gz",
+            "kineto/sampled-rank-1.json.gz",
+            "kineto/triton-single-kernel.json.gz",
+            "kineto/alexnet-cuda-sync.json.gz",
+        ]).prop_shuffle(),
+        threads in proptest::sample::select(vec![2usize, 4]),
+    ) {
+        let files: Vec<PathBuf> = order.iter().map(|name| fixture(name)).collect();
+        let (one_records, one_accounting) = import_and_account(&files, 1);
+        let (records, accounting) = import_and_account(&files, threads);
+        proptest::prop_assert_eq!(&one_records, &records);
+        proptest::prop_assert_eq!(&one_accounting, &accounting);
+        let mut sorted = files.clone();
+        sorted.sort();
+        let (canonical_records, canonical_accounting) = import_and_account(&sorted, threads);
+        let set = |records: &[String]| {
+            let mut set: Vec<&String> =
+                records.iter().filter(|line| !line.contains("\"trace_collector\"")).collect();
+            set.sort();
+            set.into_iter().cloned().collect::<Vec<String>>()
+        };
+        proptest::prop_assert_eq!(set(&one_records), set(&canonical_records));
+        proptest::prop_assert_eq!(one_accounting, canonical_accounting);
+    }
 }

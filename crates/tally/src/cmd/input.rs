@@ -52,6 +52,10 @@ pub struct TraceArgs {
     /// memory.
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::output::parse_size)]
     pub max_event_bytes: usize,
+    /// Traces read at once, each on a thread of its own (0: one per core).
+    /// The result is the same whatever the number.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
 }
 
 impl Default for TraceArgs {
@@ -63,6 +67,7 @@ impl Default for TraceArgs {
             run_id: None,
             input_format: None,
             max_event_bytes: tally_trace::DEFAULT_MAX_EVENT_BYTES,
+            threads: 0,
         }
     }
 }
@@ -81,6 +86,7 @@ impl TraceArgs {
         options.device_uuids = uuids;
         options.detail = if self.per_kernel { Detail::Kernel } else { Detail::Launch };
         options.max_event_bytes = self.max_event_bytes;
+        options.threads = self.threads;
         Ok(options)
     }
 }
