@@ -28,6 +28,9 @@ fn main() -> anyhow::Result<()> {
         "test" => test::run(&rest),
         "boundaries" => test::check_boundaries(),
         "bench" => bench::run(&rest),
+        // The trace bench's generator of its real-trace file, run as a child
+        // so that its memory does not count in the measured runs' peak RSS.
+        "bench-generate-real-trace" => bench::generate_real_trace(&rest),
         "gpu-check" => gpu_check::run(&rest),
         "fuzz" => fuzz::run(&rest),
         "python" => {

@@ -31,6 +31,8 @@ mod python_profile;
 mod torch;
 mod trace;
 
+pub use trace::generate_real_trace;
+
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
 
 /// Every benchmark, by name, in the order they run.

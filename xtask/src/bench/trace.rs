@@ -13,6 +13,21 @@
 //!
 //! Targets (issue 8): at least 200 MB/s on one core; peak RSS under a fifth
 //! of the trace's size.
+//!
+//! Issue 18 adds:
+//!
+//! - **16 ranks**: 16 traces of about 100 MB each (1 MB with `--quick`),
+//!   generated the same way and cached, imported (`--dry-run`) and accounted
+//!   together with `--threads 1` and `--threads 2`: MB/s of all the JSON.
+//! - **Real traces**: shifted copies of the real fixture traces
+//!   (large-20k-kernels, queue-length-rank-0, diff-control-rank3,
+//!   diff-test-rank1; CPU ops, runtime calls and flow events as PyTorch
+//!   writes them, laid out as Kineto lays them out) concatenated into one
+//!   trace of at least 300 MB (5 MB with `--quick`), imported and accounted
+//!   on one core (target: at least 400 MB/s, RSS under a fifth); and
+//!   `tally account` of large-20k-kernels itself beside stormlog's Kineto
+//!   import + resolution + accounting of the same file (target: at least 30
+//!   times stormlog's speed).
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -26,6 +41,24 @@ use super::{BenchContext, Row};
 use crate::workspace_root;
 
 const SOURCE: &str = "crates/tally-trace/tests/fixtures/kineto/sampled-rank-0.json.gz";
+
+/// The real traces the large real-trace file is made of.
+const REAL_SOURCES: [&str; 4] = [
+    "crates/tally-trace/tests/fixtures/kineto/large-20k-kernels.json.gz",
+    "crates/tally-trace/tests/fixtures/kineto/queue-length-rank-0.json.gz",
+    "crates/tally-trace/tests/fixtures/kineto/diff-control-rank3.json.gz",
+    "crates/tally-trace/tests/fixtures/kineto/diff-test-rank1.json.gz",
+];
+
+/// stormlog 0.4.3's Kineto import, resolution and accounting of one trace,
+/// as its own `import`/`account` commands chain them.
+const STORMLOG_KINETO: &str = "import sys\n\
+from pathlib import Path\n\
+from stormlog.infer.trace_kineto import import_kineto_trace\n\
+from stormlog.infer.correlation_accounting import resolve_inference_events, account_gpu_time\n\
+capture = import_kineto_trace(Path(sys.argv[1]), run_id='r', session_id='s')\n\
+accounting = account_gpu_time(resolve_inference_events(capture.events))\n\
+print(len(capture.events), len(accounting.iterations))\n";
 
 /// HTA's load and temporal breakdown, as its users run them.
 const HTA_BREAKDOWN: &str = "import logging, os, sys\n\
@@ -60,14 +93,19 @@ pub(super) struct Generated {
 
 /// The source trace's header (all but its events) and its events.
 fn source() -> anyhow::Result<(serde_json::Map<String, Value>, Vec<Value>)> {
-    let path = workspace_root().join(SOURCE);
+    read_source(SOURCE)
+}
+
+/// A fixture trace's header and events.
+fn read_source(source: &str) -> anyhow::Result<(serde_json::Map<String, Value>, Vec<Value>)> {
+    let path = workspace_root().join(source);
     let mut text = String::new();
     flate2::read::GzDecoder::new(File::open(&path).with_context(|| path.display().to_string())?)
         .read_to_string(&mut text)?;
     let Value::Object(mut document) = serde_json::from_str(&text)? else {
-        bail!("{SOURCE} is not an object")
+        bail!("{source} is not an object")
     };
-    let Some(Value::Array(events)) = document.remove("traceEvents") else { bail!("{SOURCE} has no events") };
+    let Some(Value::Array(events)) = document.remove("traceEvents") else { bail!("{source} has no events") };
     Ok((document, events))
 }
 
@@ -127,6 +165,164 @@ fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
     out.flush()?;
     let bytes = out.bytes;
     Ok(Generated { bytes, events: written })
+}
+
+/// Writes `event` as Kineto lays an event out: its members on one line,
+/// `args` on lines of their own.
+fn write_kineto_event(out: &mut impl Write, event: &Value) -> anyhow::Result<()> {
+    let Value::Object(members) = event else {
+        serde_json::to_writer(&mut *out, event)?;
+        return Ok(());
+    };
+    out.write_all(b"  {\n    ")?;
+    let mut first = true;
+    for (key, value) in members.iter().filter(|(key, _)| *key != "args") {
+        if !std::mem::take(&mut first) {
+            out.write_all(b", ")?;
+        }
+        write!(out, "{}: {value}", Value::from(key.as_str()))?;
+    }
+    if let Some(Value::Object(args)) = members.get("args") {
+        out.write_all(b",\n    \"args\": {\n      ")?;
+        let mut first = true;
+        for (key, value) in args {
+            if !std::mem::take(&mut first) {
+                out.write_all(b", ")?;
+            }
+            write!(out, "{}: {value}", Value::from(key.as_str()))?;
+        }
+        out.write_all(b"\n    }")?;
+    }
+    out.write_all(b"\n  }")?;
+    Ok(())
+}
+
+/// One copy of a real trace's event: `ts` moved so that copy `slot` (of
+/// every source in turn) starts at `origin + slot * period`, correlation and
+/// external IDs and ProfilerStep numbers moved so no two slots share one.
+fn relocated(event: &Value, first_ts: u64, origin: u64, slot: u64, period_us: u64) -> Value {
+    let mut event = event.clone();
+    if let Some(ts) = event.get("ts").and_then(Value::as_u64) {
+        event["ts"] = Value::from(ts.saturating_sub(first_ts) + origin + slot * period_us);
+    }
+    if let Some(Value::Object(args)) = event.get_mut("args") {
+        for key in ["correlation", "External id"] {
+            if let Some(id) = args.get(key).and_then(Value::as_u64).filter(|&id| id != 0) {
+                args.insert(key.into(), Value::from(id + slot * 100_000_000));
+            }
+        }
+    }
+    if let Some(id) = event.get("id").and_then(Value::as_u64) {
+        event["id"] = Value::from(id + slot * 100_000_000);
+    }
+    if let Some(step) =
+        event.get("name").and_then(Value::as_str).and_then(|name| name.strip_prefix("ProfilerStep#"))
+        && let Ok(number) = step.parse::<u64>()
+    {
+        event["name"] = Value::from(format!("ProfilerStep#{}", number + slot * 1000));
+    }
+    event
+}
+
+/// The real traces' events, shifted copies of each in turn, under the first
+/// trace's header, until `target_bytes`.
+fn generate_real(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
+    let mut sources = Vec::new();
+    for source in REAL_SOURCES {
+        let (header, events) = read_source(source)?;
+        let times = events.iter().filter_map(|event| {
+            let ts = event.get("ts").and_then(Value::as_u64)?;
+            Some((ts, ts + event.get("dur").and_then(Value::as_f64).unwrap_or(0.0).ceil() as u64))
+        });
+        let (first, last) =
+            times.fold((u64::MAX, 0), |(first, last), (start, end)| (first.min(start), last.max(end)));
+        sources.push((header, events, first, last));
+    }
+    let period_us =
+        sources.iter().map(|(_, _, first, last)| last.saturating_sub(*first)).max().unwrap_or(0) + 1000;
+    let origin = sources[0].2;
+    let mut out = Counted { inner: BufWriter::with_capacity(1 << 20, File::create(path)?), bytes: 0 };
+    out.write_all(b"{\n")?;
+    for (key, value) in &sources[0].0 {
+        writeln!(out, "  {}: {value},", Value::from(key.as_str()))?;
+    }
+    out.write_all(b"  \"traceEvents\": [\n")?;
+    let (mut written, mut slot) = (0u64, 0u64);
+    'copies: loop {
+        for (_, events, first, _) in &sources {
+            for event in events {
+                if written > 0 {
+                    out.write_all(b",\n")?;
+                }
+                write_kineto_event(&mut out, &relocated(event, *first, origin, slot, period_us))?;
+                written += 1;
+                if out.bytes >= target_bytes {
+                    break 'copies;
+                }
+            }
+            slot += 1;
+        }
+    }
+    out.write_all(b"\n  ]\n}\n")?;
+    out.flush()?;
+    Ok(Generated { bytes: out.bytes, events: written })
+}
+
+/// `cargo xtask bench-generate-real-trace PATH BYTES`: writes the real-trace
+/// file and prints its size and events. The sources' parsed events take
+/// about a gigabyte; a child's peak RSS as `wait4` reports it starts from
+/// its parent's, so the bench generates in a process of its own.
+pub fn generate_real_trace(args: &[String]) -> anyhow::Result<()> {
+    let [path, bytes] = args else { bail!("usage: bench-generate-real-trace PATH BYTES") };
+    let made = generate_real(Path::new(path), bytes.parse()?)?;
+    println!("{} {}", made.bytes, made.events);
+    Ok(())
+}
+
+/// The real-trace file, reused while its recorded size matches.
+fn real_trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
+    let path = scratch.join(format!("kineto-real-{}mb.json", target_bytes / 1_000_000));
+    let [bytes, events] = super::cached_input(&path, |path| {
+        let output = Command::new(std::env::current_exe()?)
+            .arg("bench-generate-real-trace")
+            .arg(path)
+            .arg(target_bytes.to_string())
+            .output()?;
+        if !output.status.success() {
+            bail!("generating {}: {}", path.display(), String::from_utf8_lossy(&output.stderr));
+        }
+        let text = String::from_utf8_lossy(&output.stdout);
+        let figures: Vec<u64> = text.split_whitespace().map(str::parse).collect::<Result<_, _>>()?;
+        let [bytes, events] = figures[..] else { bail!("the generator printed {text:?}") };
+        Ok([bytes, events])
+    })?;
+    Ok((path, Generated { bytes, events }))
+}
+
+/// A real fixture trace uncompressed into the scratch folder (stormlog and
+/// tally read the same bytes).
+fn unpacked(scratch: &Path, source: &str) -> anyhow::Result<(PathBuf, u64)> {
+    let name = Path::new(source).file_name().and_then(|name| name.to_str()).unwrap_or("trace.json.gz");
+    let path = scratch.join(name.trim_end_matches(".gz"));
+    let [bytes] = super::cached_input(&path, |path| {
+        let mut input = flate2::read::GzDecoder::new(File::open(workspace_root().join(source))?);
+        let mut output = File::create(path)?;
+        Ok([std::io::copy(&mut input, &mut output)?])
+    })?;
+    Ok((path, bytes))
+}
+
+/// 16 rank traces of `rank_bytes` each: the first generated, the others
+/// copies of it under their own names (so each is its own attachment).
+fn rank_traces(scratch: &Path, rank_bytes: u64) -> anyhow::Result<(Vec<PathBuf>, Generated)> {
+    let (first, made) = trace(scratch, rank_bytes)?;
+    let mut paths = vec![first.clone()];
+    for rank in 1..16 {
+        let path = scratch.join(format!("kineto-{}mb-rank{rank}.json", rank_bytes / 1_000_000));
+        let [_, _] = super::cached_input(&path, |path| Ok([std::fs::copy(&first, path)?, made.events]))?;
+        paths.push(path);
+    }
+    Ok((paths, Generated { bytes: made.bytes * 16, events: made.events * 16 }))
 }
 
 /// The generated trace, reused while its recorded size matches.
@@ -223,5 +419,110 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     for row in rows {
         ctx.record(row);
     }
+    run_ranks(ctx, &tally)?;
+    run_real(ctx, &tally)
+}
+
+/// One measured run of `command` with its CPU seconds in the note.
+fn measured_row(
+    ctx: &BenchContext,
+    name: String,
+    command: &mut Command,
+    made: &Generated,
+) -> anyhow::Result<(Row, f64)> {
+    let cpu_before = children_cpu_seconds();
+    let measure = ctx.run_measured(command)?;
+    let cpu = children_cpu_seconds() - cpu_before;
+    let mut row = Row::new(name, measure);
+    row.bytes = Some(made.bytes);
+    row.items = Some(made.events);
+    row.item_unit = "events";
+    row.note = format!("cpu {cpu:.2} s = {:.0} MB/s of CPU time", made.bytes as f64 / 1e6 / cpu);
+    Ok((row, cpu))
+}
+
+/// 16 rank traces imported and accounted together, on one thread and two.
+fn run_ranks(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
+    let rank_bytes = if ctx.quick() { 1_000_000 } else { 100_000_000 };
+    let (paths, made) = rank_traces(ctx.scratch_dir(), rank_bytes)?;
+    let megabytes = made.bytes / 1_000_000;
+    let mut walls = Vec::new();
+    for command in ["import", "account"] {
+        for threads in [1, 2] {
+            let mut run = Command::new(tally);
+            run.arg(command).args(["--threads", &threads.to_string()]);
+            if command == "import" {
+                run.arg("--dry-run");
+            }
+            run.args(&paths);
+            let shown = if command == "import" { "import --dry-run" } else { "account" };
+            let name = format!(
+                "16 ranks ({megabytes} MB) {shown}, {threads} thread{}",
+                if threads > 1 { "s" } else { "" }
+            );
+            let (mut row, _) = measured_row(ctx, name, &mut run, &made)?;
+            walls.push(row.tally.seconds);
+            if threads == 2 {
+                let one = walls[walls.len() - 2];
+                row.note += &format!(
+                    "; {:.2}x the one-thread wall time; target: two threads faster than one, same result",
+                    one / row.tally.seconds
+                );
+            }
+            ctx.record(row);
+        }
+    }
+    Ok(())
+}
+
+/// The large real-trace file on one core, and the real fixture beside
+/// stormlog.
+fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
+    let target_bytes = if ctx.quick() { 5_000_000 } else { 300_000_000 };
+    let (path, made) = real_trace(ctx.scratch_dir(), target_bytes)?;
+    let megabytes = made.bytes / 1_000_000;
+    let budget = made.bytes / 5;
+    let target = format!("target: >= 400 MB/s on one core, rss < {} MB (a fifth)", budget / 1_000_000);
+    for command in ["import", "account"] {
+        let mut run = one_core(tally);
+        run.arg(command);
+        if command == "import" {
+            run.arg("--dry-run");
+        }
+        run.arg(&path);
+        let shown = if command == "import" { "import --dry-run" } else { "account" };
+        let name = format!("real traces x copies ({megabytes} MB) {shown}, one core");
+        let (mut row, _) = measured_row(ctx, name, &mut run, &made)?;
+        row.note += &format!("; {target}");
+        if row.tally.peak_rss_bytes.is_some_and(|rss| rss >= budget) {
+            row.note += "; RSS ABOVE TARGET";
+        }
+        if (made.bytes as f64 / 1e6 / row.tally.seconds) < 400.0 {
+            row.note += "; BELOW TARGET";
+        }
+        ctx.record(row);
+    }
+    let (fixture, bytes) = unpacked(ctx.scratch_dir(), REAL_SOURCES[0])?;
+    // Its events are not counted: the row is about the ratio.
+    let made = Generated { bytes, events: 0 };
+    let name = format!("account large-20k-kernels ({} MB, real)", bytes / 1_000_000);
+    let (mut row, _) = measured_row(ctx, name, &mut Command::new(tally).arg("account").arg(&fixture), &made)?;
+    row.items = None;
+    match ctx.python().map(Path::to_path_buf) {
+        Some(python) => {
+            let reference = ctx
+                .run_measured(Command::new(&python).arg("-c").arg(STORMLOG_KINETO).arg(&fixture))
+                .context("stormlog Kineto import + accounting")?;
+            let ratio = reference.seconds / row.tally.seconds;
+            row.reference = Some(reference);
+            row.note += &format!(
+                "; reference: stormlog import_kineto_trace + resolve_inference_events + account_gpu_time, \
+                 same file: {ratio:.1}x; target: >= 30x{}",
+                if ratio < 30.0 { " (BELOW TARGET)" } else { "" }
+            );
+        }
+        None => row.note += "; stormlog not run (no reference Python: set TALLY_PYTHON)",
+    }
+    ctx.record(row);
     Ok(())
 }
