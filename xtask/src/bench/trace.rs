@@ -506,7 +506,7 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     // Its events are not counted: the row is about the ratio.
     let made = Generated { bytes, events: 0 };
     let name = format!("account large-20k-kernels ({} MB, real)", bytes / 1_000_000);
-    let (mut row, _) = measured_row(ctx, name, &mut Command::new(tally).arg("account").arg(&fixture), &made)?;
+    let (mut row, _) = measured_row(ctx, name, Command::new(tally).arg("account").arg(&fixture), &made)?;
     row.items = None;
     match ctx.python().map(Path::to_path_buf) {
         Some(python) => {
