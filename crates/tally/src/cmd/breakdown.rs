@@ -69,10 +69,18 @@ pub struct Args {
     /// Also break each device down per iteration.
     #[arg(long, value_enum)]
     pub by: Option<By>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// How `tally breakdown` and `tally diff` read and classify a run.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunArgs {
     /// `CATEGORY=GLOB` (repeatable): activities whose name (or kind, when
     /// unnamed) matches the glob (`*`, `?`, any case) get that category
     /// (compute, communication, memory, other), before the built-in rule;
-    /// the first matching pattern wins.
+    /// the first matching pattern wins (`tally diff` applies them to both
+    /// runs).
     #[arg(long = "category-pattern", value_name = "CATEGORY=GLOB")]
     pub category_patterns: Vec<String>,
     #[command(flatten)]
@@ -81,21 +89,24 @@ pub struct Args {
     pub limits: super::output::LimitArgs,
 }
 
-/// The category rule the flags ask for.
-pub(crate) fn rules(patterns: &[String]) -> Result<CategoryRules, String> {
-    patterns.iter().try_fold(CategoryRules::new(), |rules, text| {
-        rules.with_pattern_text(text).map_err(|error| format!("--category-pattern: {error}"))
-    })
+impl RunArgs {
+    /// The breakdown options the flags ask for, or the flag at fault.
+    pub(crate) fn options(&self, by_iteration: bool) -> Result<BreakdownOptions, String> {
+        let rules = self.category_patterns.iter().try_fold(CategoryRules::new(), |rules, text| {
+            rules.with_pattern_text(text).map_err(|error| format!("--category-pattern: {error}"))
+        })?;
+        Ok(BreakdownOptions { rules, by_iteration })
+    }
 }
 
 /// Reads and resolves one run and breaks it down; the error is ready to
 /// print (`FILE: line N: reason`, or the flag at fault).
 pub(crate) fn run_breakdown(
     files: &[PathBuf],
-    trace: &super::input::TraceArgs,
-    limits: &super::output::LimitArgs,
+    run: &RunArgs,
     options: &BreakdownOptions,
 ) -> Result<Breakdown, String> {
+    let (trace, limits) = (&run.trace, &run.limits);
     let mut trace = trace.clone();
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
@@ -110,14 +121,14 @@ pub(crate) fn run_breakdown(
 /// Runs the command: exit 0 with the breakdown, 1 when an input is rejected
 /// (the reason on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let options = match rules(&args.category_patterns) {
-        Ok(rules) => BreakdownOptions { rules, by_iteration: args.by == Some(By::Iteration) },
+    let options = match args.run.options(args.by == Some(By::Iteration)) {
+        Ok(options) => options,
         Err(message) => {
             eprintln!("tally: error: {message}");
             return Ok(ExitCode::from(2));
         }
     };
-    let result = match run_breakdown(&args.files, &args.trace, &args.limits, &options) {
+    let result = match run_breakdown(&args.files, &args.run, &options) {
         Ok(result) => result,
         Err(message) => {
             eprintln!("{message}");

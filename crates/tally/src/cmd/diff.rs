@@ -6,12 +6,11 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tally_gpu_time::breakdown::BreakdownOptions;
 use tally_gpu_time::category::Category;
 use tally_gpu_time::diff::{BreakdownDiff, Change, diff};
 
 use super::account::{Layout, readable_ns, table::table};
-use super::breakdown::{rules, run_breakdown, shorten};
+use super::breakdown::{run_breakdown, shorten};
 
 const JSON_HELP: &str = "\
 JSON (--format json): {run_a, run_b, devices, unmatched_a, unmatched_b}; each
@@ -39,21 +38,15 @@ pub struct Args {
     /// Kernels shown per list in the table (JSON lists all).
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
-    /// `CATEGORY=GLOB` (repeatable), as for `tally breakdown`, applied to
-    /// both runs.
-    #[arg(long = "category-pattern", value_name = "CATEGORY=GLOB")]
-    pub category_patterns: Vec<String>,
     #[command(flatten)]
-    pub trace: super::input::TraceArgs,
-    #[command(flatten)]
-    pub limits: super::output::LimitArgs,
+    pub run: super::breakdown::RunArgs,
 }
 
 /// Runs the command: exit 0 with the comparison, 1 when an input is
 /// rejected.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let options = match rules(&args.category_patterns) {
-        Ok(rules) => BreakdownOptions { rules, by_iteration: false },
+    let options = match args.run.options(false) {
+        Ok(options) => options,
         Err(message) => {
             eprintln!("tally: error: {message}");
             return Ok(ExitCode::from(2));
@@ -61,7 +54,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     };
     let mut results = Vec::with_capacity(2);
     for file in [&args.a, &args.b] {
-        match run_breakdown(std::slice::from_ref(file), &args.trace, &args.limits, &options) {
+        match run_breakdown(std::slice::from_ref(file), &args.run, &options) {
             Ok(result) => results.push(result),
             Err(message) => {
                 eprintln!("{message}");
