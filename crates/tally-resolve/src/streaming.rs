@@ -518,19 +518,29 @@ impl StreamingResolver {
             }
         }
         self.touched ^= touched;
+        if self.run.is_none()
+            && let Some(first) = batch.events.first()
+        {
+            let context = &batch.contexts[first.context as usize].context;
+            self.run = Some((context.run_id.as_str().into(), first.record));
+        }
+        // A batch holds a handful of contexts, numbered in the order the
+        // events first name them: looked up once each, in that order.
+        let infos: Vec<ContextInfo> =
+            batch.contexts.iter().map(|prepared| self.context(&prepared.context)).collect();
         for event in &batch.events {
-            self.apply(batch, event)?;
+            self.apply(batch, event, infos[event.context as usize])?;
         }
         Ok(())
     }
 
-    fn apply(&mut self, batch: &PreparedBatch, event: &PreparedEvent) -> Result<(), ResolveError> {
+    fn apply(
+        &mut self,
+        batch: &PreparedBatch,
+        event: &PreparedEvent,
+        info: ContextInfo,
+    ) -> Result<(), ResolveError> {
         let record = event.record;
-        let context = &batch.contexts[event.context as usize].context;
-        if self.run.is_none() {
-            self.run = Some((context.run_id.as_str().into(), record));
-        }
-        let info = self.context(context);
         if !info.same_run {
             let earlier = self.run.as_ref().map_or(record, |(_, earlier)| *earlier);
             return Err(ResolveError::MultipleRunIds { record, earlier });
