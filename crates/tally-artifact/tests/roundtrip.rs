@@ -205,6 +205,18 @@ fn line_of(record: &Map<String, Value>, duplicates: &[(String, Value, bool)]) ->
     text
 }
 
+/// Turns an embedded record into a v4 reference row naming context `c1`,
+/// and returns the definition line of `c1`, which must come first.
+fn make_compact(record: &mut Map<String, Value>) -> Vec<u8> {
+    let context = record.remove("context").unwrap_or(Value::Null);
+    let definition = json!({
+        "schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": context,
+    });
+    record.insert("schema_version".into(), json!(4));
+    record.insert("context_id".into(), json!("c1"));
+    to_python_json(&definition, Separators::DEFAULT).into_bytes()
+}
+
 fn outcome(decoder: &mut RecordDecoder, lines: &[Vec<u8>]) -> Result<Vec<String>, String> {
     let mut records = Vec::new();
     for (index, line) in lines.iter().enumerate() {
@@ -229,13 +241,7 @@ proptest! {
         let mut record = event.to_record();
         let mut lines = Vec::new();
         if compact {
-            let context = record.remove("context").unwrap_or(Value::Null);
-            let definition = json!({
-                "schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": context,
-            });
-            lines.push(to_python_json(&definition, Separators::DEFAULT).into_bytes());
-            record.insert("schema_version".into(), json!(4));
-            record.insert("context_id".into(), json!("c1"));
+            lines.push(make_compact(&mut record));
         }
         // The unmutated line first: it primes the decoders' caches (interned
         // contexts, remembered context text) that the mutated line may hit.
@@ -339,13 +345,7 @@ proptest! {
         let mut record = event.to_record();
         let mut lines = Vec::new();
         if compact {
-            let context = record.remove("context").unwrap_or(Value::Null);
-            let definition = json!({
-                "schema_version": 4, "event_type": "infer.context", "context_id": "c1", "context": context,
-            });
-            lines.push(to_python_json(&definition, Separators::DEFAULT).into_bytes());
-            record.insert("schema_version".into(), json!(4));
-            record.insert("context_id".into(), json!("c1"));
+            lines.push(make_compact(&mut record));
         }
         // Twice unmutated: the second embedded line meets a context text
         // already decoded, which is what the view path reads.
