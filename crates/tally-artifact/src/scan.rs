@@ -507,79 +507,70 @@ fn plain_text(line: &[u8]) -> Option<&str> {
     std::str::from_utf8(line).ok()
 }
 
-/// The top-level members the view path reads, quoted as they appear in a
-/// line; a member's number is its index.
-const MEMBERS: [&[u8]; 30] = [
-    b"\"schema_version\"",
-    b"\"event_type\"",
-    b"\"context_id\"",
-    b"\"context\"",
-    b"\"event_id\"",
-    b"\"metadata\"",
-    b"\"request_ref\"",
-    b"\"attempt_ref\"",
-    b"\"backend_request_ref\"",
-    b"\"start_ns\"",
-    b"\"end_ns\"",
-    b"\"status\"",
-    b"\"input_tokens\"",
-    b"\"output_tokens\"",
-    b"\"kv_bytes\"",
-    b"\"iteration_ref\"",
-    b"\"batch_ref\"",
-    b"\"stage_ref\"",
-    b"\"name\"",
-    b"\"role\"",
-    b"\"activity_ref\"",
-    b"\"activity_kind\"",
-    b"\"attribution_status\"",
-    b"\"activity_domain\"",
-    b"\"correlation_scope\"",
-    b"\"trace_attachment_id\"",
-    b"\"runtime_correlation_id\"",
-    b"\"cuda_correlation_id\"",
-    b"\"stream_id\"",
-    b"\"graph_id\"",
-];
+/// Declares the top-level members the view path reads, once: [`Member`],
+/// their keys quoted as they appear in a line ([`MEMBERS`], by member),
+/// and the member of a key.
+macro_rules! members {
+    ($($name:ident),+ $(,)?) => {
+        /// A top-level member the view path reads.
+        #[allow(non_camel_case_types, reason = "named as their JSON keys")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        enum Member {
+            $($name),+
+        }
+
+        /// Each member's key, quoted, indexed by [`Member`].
+        const MEMBERS: &[&[u8]] = &[$(concat!("\"", stringify!($name), "\"").as_bytes()),+];
+
+        impl Member {
+            /// Every member, indexed by itself.
+            const ALL: &[Member] = &[$(Member::$name),+];
+
+            fn of(key: &str) -> Option<Member> {
+                match key {
+                    $(stringify!($name) => Some(Member::$name),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+members!(
+    schema_version,
+    event_type,
+    context_id,
+    context,
+    event_id,
+    metadata,
+    request_ref,
+    attempt_ref,
+    backend_request_ref,
+    start_ns,
+    end_ns,
+    status,
+    input_tokens,
+    output_tokens,
+    kv_bytes,
+    iteration_ref,
+    batch_ref,
+    stage_ref,
+    name,
+    role,
+    activity_ref,
+    activity_kind,
+    attribution_status,
+    activity_domain,
+    correlation_scope,
+    trace_attachment_id,
+    runtime_correlation_id,
+    cuda_correlation_id,
+    stream_id,
+    graph_id,
+);
 
 /// No member yet (the start of a line), in [`ScanState::next`].
 const START: usize = MEMBERS.len();
-
-fn member_number(key: &str) -> Option<usize> {
-    Some(match key {
-        "schema_version" => 0,
-        "event_type" => 1,
-        "context_id" => 2,
-        "context" => 3,
-        "event_id" => 4,
-        "metadata" => 5,
-        "request_ref" => 6,
-        "attempt_ref" => 7,
-        "backend_request_ref" => 8,
-        "start_ns" => 9,
-        "end_ns" => 10,
-        "status" => 11,
-        "input_tokens" => 12,
-        "output_tokens" => 13,
-        "kv_bytes" => 14,
-        "iteration_ref" => 15,
-        "batch_ref" => 16,
-        "stage_ref" => 17,
-        "name" => 18,
-        "role" => 19,
-        "activity_ref" => 20,
-        "activity_kind" => 21,
-        "attribution_status" => 22,
-        "activity_domain" => 23,
-        "correlation_scope" => 24,
-        "trace_attachment_id" => 25,
-        "runtime_correlation_id" => 26,
-        "cuda_correlation_id" => 27,
-        "stream_id" => 28,
-        "graph_id" => 29,
-        _ => return None,
-    })
-}
 
 /// What one decoding thread's view path keeps from line to line.
 #[derive(Debug)]
@@ -616,15 +607,15 @@ pub(crate) fn scan<'l>(
     loop {
         cursor.space();
         let guess = state.next[previous];
-        let number = match MEMBERS.get(guess) {
-            Some(quoted) if starts_with(&cursor.bytes[cursor.at..], quoted) => {
-                cursor.at += quoted.len();
-                guess
+        let member = match Member::ALL.get(guess) {
+            Some(&member) if starts_with(&cursor.bytes[cursor.at..], MEMBERS[guess]) => {
+                cursor.at += MEMBERS[guess].len();
+                member
             }
             _ => {
-                let number = member_number(cursor.string()?)?;
-                state.next[previous] = number;
-                number
+                let member = Member::of(cursor.string()?)?;
+                state.next[previous] = member as usize;
+                member
             }
         };
         cursor.eat(b':')?;
@@ -638,11 +629,11 @@ pub(crate) fn scan<'l>(
                 row.$field = cursor.$read()?;
             }};
         }
-        match number {
-            0 => member!(schema_version, field_integer),
-            1 => member!(event_type, field_string),
-            2 => member!(context_id, field_string),
-            3 => {
+        match member {
+            Member::schema_version => member!(schema_version, field_integer),
+            Member::event_type => member!(event_type, field_string),
+            Member::context_id => member!(context_id, field_string),
+            Member::context => {
                 if !row.context.is_absent() {
                     return None;
                 }
@@ -652,41 +643,40 @@ pub(crate) fn scan<'l>(
                 cursor.at += raw.len();
                 row.context = Field::Present(context);
             }
-            4 => member!(event_id, field_string),
-            5 => {
+            Member::event_id => member!(event_id, field_string),
+            Member::metadata => {
                 if !row.metadata.is_absent() {
                     return None;
                 }
                 // `null` metadata is the exact path's to reject.
                 row.metadata = Field::Present(cursor.metadata(&mut state.pairs)?);
             }
-            6 => member!(request_ref, field_ref),
-            7 => member!(attempt_ref, field_ref),
-            8 => member!(backend_request_ref, field_ref),
-            9 => member!(start_ns, field_integer),
-            10 => member!(end_ns, field_integer),
-            11 => member!(status, field_string),
-            12 => member!(input_tokens, field_integer),
-            13 => member!(output_tokens, field_integer),
-            14 => member!(kv_bytes, field_integer),
-            15 => member!(iteration_ref, field_ref),
-            16 => member!(batch_ref, field_ref),
-            17 => member!(stage_ref, field_ref),
-            18 => member!(name, field_string),
-            19 => member!(role, field_string),
-            20 => member!(activity_ref, field_ref),
-            21 => member!(activity_kind, field_string),
-            22 => member!(attribution_status, field_string),
-            23 => member!(activity_domain, field_string),
-            24 => member!(correlation_scope, field_ref),
-            25 => member!(trace_attachment_id, field_string),
-            26 => member!(runtime_correlation_id, field_integer),
-            27 => member!(cuda_correlation_id, field_integer),
-            28 => member!(stream_id, field_integer),
-            29 => member!(graph_id, field_integer),
-            _ => return None,
+            Member::request_ref => member!(request_ref, field_ref),
+            Member::attempt_ref => member!(attempt_ref, field_ref),
+            Member::backend_request_ref => member!(backend_request_ref, field_ref),
+            Member::start_ns => member!(start_ns, field_integer),
+            Member::end_ns => member!(end_ns, field_integer),
+            Member::status => member!(status, field_string),
+            Member::input_tokens => member!(input_tokens, field_integer),
+            Member::output_tokens => member!(output_tokens, field_integer),
+            Member::kv_bytes => member!(kv_bytes, field_integer),
+            Member::iteration_ref => member!(iteration_ref, field_ref),
+            Member::batch_ref => member!(batch_ref, field_ref),
+            Member::stage_ref => member!(stage_ref, field_ref),
+            Member::name => member!(name, field_string),
+            Member::role => member!(role, field_string),
+            Member::activity_ref => member!(activity_ref, field_ref),
+            Member::activity_kind => member!(activity_kind, field_string),
+            Member::attribution_status => member!(attribution_status, field_string),
+            Member::activity_domain => member!(activity_domain, field_string),
+            Member::correlation_scope => member!(correlation_scope, field_ref),
+            Member::trace_attachment_id => member!(trace_attachment_id, field_string),
+            Member::runtime_correlation_id => member!(runtime_correlation_id, field_integer),
+            Member::cuda_correlation_id => member!(cuda_correlation_id, field_integer),
+            Member::stream_id => member!(stream_id, field_integer),
+            Member::graph_id => member!(graph_id, field_integer),
         }
-        previous = number;
+        previous = member as usize;
         cursor.space();
         match cursor.peek()? {
             b',' => cursor.at += 1,
