@@ -116,6 +116,13 @@ fn shifted(event: &Value, copy: u64, period_us: u64) -> Value {
     if let Some(ts) = event.get("ts").and_then(Value::as_u64) {
         event["ts"] = Value::from(ts + copy * period_us);
     }
+    renumber(&mut event, copy);
+    event
+}
+
+/// Moves copy `copy` of an event's correlation and external IDs and its
+/// ProfilerStep number out of every other copy's way.
+fn renumber(event: &mut Value, copy: u64) {
     if let Some(Value::Object(args)) = event.get_mut("args") {
         for key in ["correlation", "External id"] {
             if let Some(id) = args.get(key).and_then(Value::as_u64).filter(|&id| id != 0) {
@@ -129,7 +136,6 @@ fn shifted(event: &Value, copy: u64, period_us: u64) -> Value {
     {
         event["name"] = Value::from(format!("ProfilerStep#{}", number + copy * 1000));
     }
-    event
 }
 
 fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
@@ -205,21 +211,10 @@ fn relocated(event: &Value, first_ts: u64, origin: u64, slot: u64, period_us: u6
     if let Some(ts) = event.get("ts").and_then(Value::as_u64) {
         event["ts"] = Value::from(ts.saturating_sub(first_ts) + origin + slot * period_us);
     }
-    if let Some(Value::Object(args)) = event.get_mut("args") {
-        for key in ["correlation", "External id"] {
-            if let Some(id) = args.get(key).and_then(Value::as_u64).filter(|&id| id != 0) {
-                args.insert(key.into(), Value::from(id + slot * 100_000_000));
-            }
-        }
-    }
+    renumber(&mut event, slot);
+    // Real traces link launches to kernels by flow events too.
     if let Some(id) = event.get("id").and_then(Value::as_u64) {
         event["id"] = Value::from(id + slot * 100_000_000);
-    }
-    if let Some(step) =
-        event.get("name").and_then(Value::as_str).and_then(|name| name.strip_prefix("ProfilerStep#"))
-        && let Ok(number) = step.parse::<u64>()
-    {
-        event["name"] = Value::from(format!("ProfilerStep#{}", number + slot * 1000));
     }
     event
 }
