@@ -260,50 +260,19 @@ pub struct LabelCoverage {
 }
 
 impl LabelCoverage {
-    /// Sweeps `(start, end, labels)` triples in any order: the boundaries are
-    /// sorted once ([`sort_by_start`]) and walked once. Empty intervals, and
-    /// intervals with no label, cover nothing.
+    /// Sweeps `(start, end, labels)` triples in any order: they are sorted
+    /// by start once ([`sort_by_start`]) and fed to one [`LabelSweep`].
+    /// Empty intervals, and intervals with no label, cover nothing.
     pub fn of(intervals: impl IntoIterator<Item = (u64, u64, u8)>) -> Self {
-        // A boundary: the time, and which labels start (high byte) or end
-        // (low byte) there.
-        let mut boundaries: Vec<(u64, u16)> = Vec::new();
-        for (start, end, labels) in intervals {
-            if end <= start || labels == 0 {
-                continue;
-            }
-            boundaries.push((start, u16::from(labels) << 8));
-            boundaries.push((end, u16::from(labels)));
+        let mut kept: Vec<(u64, u64, u8)> =
+            intervals.into_iter().filter(|&(start, end, labels)| end > start && labels != 0).collect();
+        sort_by_start(&mut kept, |interval| interval.0);
+        let mut sweep = LabelSweep::new();
+        for (start, end, labels) in kept {
+            // Sorted by start just above, so no start comes before the last.
+            sweep.push(start, end, labels).expect("intervals sorted by start");
         }
-        sort_by_start(&mut boundaries, |boundary| boundary.0);
-        let mut by_set = Box::new([0u64; 256]);
-        // How many intervals carry each label at the current instant: at
-        // most one per boundary pair, so a u64 never wraps.
-        let mut active = [0u64; 8];
-        let mut set = 0u8;
-        let mut previous: Option<u64> = None;
-        for &(time, change) in &boundaries {
-            if let Some(previous) = previous {
-                by_set[usize::from(set)] += time - previous;
-            }
-            previous = Some(time);
-            let (starting, ending) = ((change >> 8) as u8, (change & 0xff) as u8);
-            for (bit, count) in active.iter_mut().enumerate() {
-                let mask = 1u8 << bit;
-                if starting & mask != 0 {
-                    *count += 1;
-                }
-                if ending & mask != 0 {
-                    *count -= 1;
-                }
-                if *count > 0 {
-                    set |= mask;
-                } else {
-                    set &= !mask;
-                }
-            }
-        }
-        let envelope = boundaries.first().zip(boundaries.last()).map(|(first, last)| (first.0, last.0));
-        Self { by_set, envelope }
+        sweep.finish()
     }
 
     /// The time whose label set is exactly `set`; `exactly(0)` is the idle
@@ -331,6 +300,131 @@ impl LabelCoverage {
     /// First start to last end of the non-empty labelled intervals.
     pub fn envelope(&self) -> Option<(u64, u64)> {
         self.envelope
+    }
+}
+
+/// A [`LabelCoverage`] built from intervals delivered in order of start,
+/// holding only the intervals in progress (a heap of their ends), so that a
+/// caller whose intervals are sorted already (or are several sorted lists,
+/// merged as they are read) needs no copy of them and no sort.
+///
+/// ```
+/// use tally_core::interval::{LabelCoverage, LabelSweep};
+/// let mut sweep = LabelSweep::new();
+/// for (start, end, labels) in [(0, 10, 1), (5, 20, 2), (30, 40, 1)] {
+///     sweep.push(start, end, labels).unwrap();
+/// }
+/// assert!(sweep.push(29, 31, 1).is_err()); // before the last start
+/// assert_eq!(sweep.finish(), LabelCoverage::of(vec![(0, 10, 1), (5, 20, 2), (30, 40, 1)]));
+/// ```
+#[derive(Debug, Clone)]
+pub struct LabelSweep {
+    by_set: Box<[u64; 256]>,
+    /// The ends of the intervals in progress, with their labels.
+    ending: BinaryHeap<Reverse<(u64, u8)>>,
+    /// How many intervals in progress carry each label: at most one per
+    /// interval pushed, so a u64 never wraps.
+    active: [u64; 8],
+    /// The labels of the intervals in progress.
+    set: u8,
+    /// The time up to which `by_set` has been counted.
+    now: Option<u64>,
+    envelope: Option<(u64, u64)>,
+}
+
+/// An interval given to [`LabelSweep::push`] starts before one given
+/// earlier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("interval starting at {start} ns pushed after one starting at {previous} ns")]
+pub struct OutOfOrder {
+    /// The start pushed.
+    pub start: u64,
+    /// The latest start pushed before it.
+    pub previous: u64,
+}
+
+impl Default for LabelSweep {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LabelSweep {
+    /// An empty sweep.
+    pub fn new() -> Self {
+        Self {
+            by_set: Box::new([0; 256]),
+            ending: BinaryHeap::new(),
+            active: [0; 8],
+            set: 0,
+            now: None,
+            envelope: None,
+        }
+    }
+
+    /// Adds `[start, end)` with its labels. An empty interval, or one
+    /// with no label, covers nothing (and is not checked for order); any
+    /// other must not start before the previous one.
+    pub fn push(&mut self, start: u64, end: u64, labels: u8) -> Result<(), OutOfOrder> {
+        if end <= start || labels == 0 {
+            return Ok(());
+        }
+        // After a push, `now` is the start pushed: the sweep has counted
+        // up to it and no further.
+        if let Some(previous) = self.now
+            && start < previous
+        {
+            return Err(OutOfOrder { start, previous });
+        }
+        self.retire_until(start);
+        self.count_to(start);
+        for (bit, count) in self.active.iter_mut().enumerate() {
+            if labels & (1 << bit) != 0 {
+                *count += 1;
+            }
+        }
+        self.set |= labels;
+        self.ending.push(Reverse((end, labels)));
+        self.envelope = Some(match self.envelope {
+            None => (start, end),
+            Some((first, last)) => (first, last.max(end)),
+        });
+        Ok(())
+    }
+
+    /// The coverage of everything pushed.
+    pub fn finish(mut self) -> LabelCoverage {
+        self.retire_until(u64::MAX);
+        LabelCoverage { by_set: self.by_set, envelope: self.envelope }
+    }
+
+    /// Ends, in order, the intervals in progress that end at or before
+    /// `time`, counting the time up to each end.
+    fn retire_until(&mut self, time: u64) {
+        while let Some(&Reverse((end, labels))) = self.ending.peek() {
+            if end > time {
+                break;
+            }
+            self.ending.pop();
+            self.count_to(end);
+            for (bit, count) in self.active.iter_mut().enumerate() {
+                let mask = 1u8 << bit;
+                if labels & mask != 0 {
+                    *count -= 1;
+                    if *count == 0 {
+                        self.set &= !mask;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Counts `[now, time)` as covered by the current label set.
+    fn count_to(&mut self, time: u64) {
+        if let Some(now) = self.now {
+            self.by_set[usize::from(self.set)] += time - now;
+        }
+        self.now = Some(time);
     }
 }
 

@@ -3,7 +3,9 @@
 //! every user: the accounting and the trace import.
 
 use proptest::prelude::*;
-use tally_core::interval::{LabelCoverage, Sweep, UnionSweep, merge_intervals, summed_ns, union_ns};
+use tally_core::interval::{
+    LabelCoverage, LabelSweep, Sweep, UnionSweep, merge_intervals, summed_ns, union_ns,
+};
 
 /// The instants `items` cover, counted one by one (small axes only).
 fn covered_instants(items: &[(u64, u64)]) -> u64 {
@@ -186,5 +188,38 @@ proptest! {
                 }
             }
         }
+    }
+
+    /// Two lists sorted by start, merged as they are read, give a sweep the
+    /// coverage of all of them; a start before the last one is refused
+    /// and changes nothing.
+    #[test]
+    fn label_sweep_of_merged_sorted_lists(items in labelled_intervals(), split in any::<usize>()) {
+        let at = if items.is_empty() { 0 } else { split % (items.len() + 1) };
+        let (mut left, mut right) = (items[..at].to_vec(), items[at..].to_vec());
+        left.sort_by_key(|item| item.0);
+        right.sort_by_key(|item| item.0);
+        let (mut left, mut right) = (left.into_iter().peekable(), right.into_iter().peekable());
+        let mut sweep = LabelSweep::new();
+        let mut last = None;
+        loop {
+            let next = match (left.peek(), right.peek()) {
+                (Some(a), Some(b)) if a.0 <= b.0 => left.next(),
+                (Some(_), Some(_)) => right.next(),
+                (Some(_), None) => left.next(),
+                (None, _) => right.next(),
+            };
+            let Some((start, end, labels)) = next else { break };
+            prop_assert!(sweep.push(start, end, labels).is_ok());
+            if end > start && labels != 0 {
+                last = Some(start);
+            }
+        }
+        if let Some(last) = last.filter(|&last| last > 0) {
+            let before = sweep.clone().finish();
+            prop_assert!(sweep.push(last - 1, last + 5, 1).is_err());
+            prop_assert_eq!(sweep.clone().finish(), before);
+        }
+        prop_assert_eq!(sweep.finish(), LabelCoverage::of(items));
     }
 }

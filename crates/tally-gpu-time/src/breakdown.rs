@@ -98,7 +98,7 @@
 //!   over the whole run (or per iteration).
 
 use serde::{Deserialize, Serialize};
-use tally_core::interval::{LabelCoverage, UnionSweep, merge_intervals, sort_by_start};
+use tally_core::interval::{LabelCoverage, LabelSweep, UnionSweep, sort_by_start};
 use tally_core::{ActivityDomain, ClockKind, EntityRef};
 use tally_resolve::{AlignmentFacts, FastHashMap, FastHashSet, ResolvedEvidence};
 
@@ -409,14 +409,6 @@ struct KernelWork {
     sweep: UnionSweep,
 }
 
-/// A GPU activity waiting to be linked to its launch call.
-#[derive(Debug, Clone, Copy)]
-struct Pending<'a> {
-    scope: Option<&'a EntityRef>,
-    correlation: u64,
-    start: u64,
-}
-
 /// An activity's `activity_kind` and name.
 type KindAndName<'a> = (&'a str, Option<&'a str>);
 
@@ -434,17 +426,155 @@ struct DeviceWork<'a> {
     stream_index: FastHashMap<u64, u32>,
     streams: Vec<(u64, [CategoryTime; 4])>,
     iteration_counts: FastHashMap<u32, [CategoryTime; 4]>,
-    /// Starts of activities without a correlation ID (never linked).
-    uncorrelated_starts: Vec<u64>,
-    pending: Vec<Pending<'a>>,
+    /// Work start minus launch start, of each activity linked to its launch.
+    latencies: Vec<i64>,
+    /// The largest uncertainty of the alignments the links used.
+    uncertainty: u64,
+    /// `(launch start, work start)` of each linked activity, on this
+    /// device's clock: the launch in flight.
+    in_flight: Vec<(u64, u64)>,
+    /// Activities no launch call explains (no correlation ID, or no call of
+    /// theirs that reaches this clock).
+    unlinked: u64,
+    /// The scopes (numbered in [`HostCalls`]) whose launches ran work here.
+    launching_scopes: FastHashSet<u32>,
 }
 
-/// A runtime call, as the breakdown needs it.
+/// A runtime call that launched work: `(scope, correlation)` is what the
+/// work names it by.
 #[derive(Debug, Clone, Copy)]
-struct HostCall<'a> {
+struct Launch {
+    scope: u32,
+    correlation: u64,
     start: u64,
     end: u64,
-    domain: &'a str,
+    /// Its clock domain, in [`HostCalls::domains`].
+    domain: u32,
+}
+
+/// A synchronisation call of a scope.
+#[derive(Debug, Clone, Copy)]
+struct SyncCall {
+    scope: u32,
+    start: u64,
+    end: u64,
+    domain: u32,
+}
+
+/// The runtime calls the breakdown links work to, read before any GPU
+/// activity so that each activity is linked as it is read (no list of
+/// activities waits for the end).
+#[derive(Debug, Default)]
+struct HostCalls<'a> {
+    /// Correlation scopes, numbered (few: one per process); `None` is a
+    /// scope too, the one of calls and work that name none.
+    scopes: FastHashMap<Option<&'a EntityRef>, u32>,
+    /// The scope last numbered: consecutive records share one, and the
+    /// resolver's facts hand out one reference per scope, so a pointer
+    /// comparison saves hashing it.
+    last_scope: Option<(Option<&'a EntityRef>, u32)>,
+    domains: Vec<&'a str>,
+    domain_numbers: FastHashMap<&'a str, u32>,
+    last_domain: Option<(&'a str, u32)>,
+    /// Sorted by `(scope, correlation)`, one per pair: the earliest.
+    launches: Vec<Launch>,
+    syncs: Vec<SyncCall>,
+}
+
+fn same_scope(a: Option<&EntityRef>, b: Option<&EntityRef>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => std::ptr::eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+impl<'a> HostCalls<'a> {
+    fn read<G: ResolvedEvidence + ?Sized>(graph: &'a G) -> Self {
+        let mut calls = Self::default();
+        for activity in graph.activity_facts() {
+            if activity.domain != ActivityDomain::Runtime {
+                continue;
+            }
+            let Some(busy) = activity.busy else { continue };
+            let intervals = busy.as_slice();
+            let (Some(first), Some(last)) = (intervals.first(), intervals.last()) else { continue };
+            let is_sync = activity.name.is_some_and(is_synchronization);
+            if activity.cuda_correlation_id.is_none() && !is_sync {
+                continue;
+            }
+            let (start, end) = (first.start_ns(), last.end_ns());
+            let scope = calls.number_scope(activity.correlation_scope);
+            let domain = calls.number_domain(activity.clock.0);
+            if let Some(correlation) = activity.cuda_correlation_id {
+                calls.launches.push(Launch { scope, correlation, start, end, domain });
+            }
+            if is_sync {
+                calls.syncs.push(SyncCall { scope, start, end, domain });
+            }
+        }
+        // The earliest call of a pair wins, ties broken by the domain's
+        // name, so the choice does not depend on record order.
+        let domains = &calls.domains;
+        calls.launches.sort_unstable_by(|a, b| {
+            (a.scope, a.correlation, a.start, a.end, domains[a.domain as usize]).cmp(&(
+                b.scope,
+                b.correlation,
+                b.start,
+                b.end,
+                domains[b.domain as usize],
+            ))
+        });
+        calls.launches.dedup_by_key(|launch| (launch.scope, launch.correlation));
+        calls
+    }
+
+    fn number_scope(&mut self, scope: Option<&'a EntityRef>) -> u32 {
+        if let Some((last, number)) = self.last_scope
+            && same_scope(last, scope)
+        {
+            return number;
+        }
+        let next = self.scopes.len() as u32;
+        let number = *self.scopes.entry(scope).or_insert(next);
+        self.last_scope = Some((scope, number));
+        number
+    }
+
+    /// The number of a scope some call has, without numbering a new one.
+    fn find_scope(&mut self, scope: Option<&'a EntityRef>) -> Option<u32> {
+        if let Some((last, number)) = self.last_scope
+            && same_scope(last, scope)
+        {
+            return Some(number);
+        }
+        let number = *self.scopes.get(&scope)?;
+        self.last_scope = Some((scope, number));
+        Some(number)
+    }
+
+    fn number_domain(&mut self, domain: &'a str) -> u32 {
+        if let Some((last, number)) = self.last_domain
+            && std::ptr::eq(last, domain)
+        {
+            return number;
+        }
+        let next = self.domains.len() as u32;
+        let number = *self.domain_numbers.entry(domain).or_insert(next);
+        if number == next {
+            self.domains.push(domain);
+        }
+        self.last_domain = Some((domain, number));
+        number
+    }
+
+    fn launch(&self, scope: u32, correlation: u64) -> Option<&Launch> {
+        let index = self
+            .launches
+            .binary_search_by_key(&(scope, correlation), |launch| (launch.scope, launch.correlation))
+            .ok()?;
+        self.launches.get(index)
+    }
 }
 
 /// Direct clock alignments, by the pair of domains.
@@ -497,133 +627,129 @@ impl<'a> Aligner<'a> {
 }
 
 /// The breakdown of a resolved run (see the module docs): one pass over its
-/// activities, then one sort and one coverage sweep per device clock.
+/// runtime calls, one over its GPU activities, then one sort and one
+/// coverage sweep per device clock.
 pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOptions) -> Breakdown {
+    let mut host = HostCalls::read(graph);
+    let aligner = Aligner::new(graph.alignment_facts());
     let mut devices: Vec<DeviceWork<'_>> = Vec::new();
     let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
-    // Launch calls by (scope, correlation): the earliest start wins, so the
-    // choice does not depend on record order.
-    let mut launches: FastHashMap<(Option<&EntityRef>, u64), HostCall<'_>> = FastHashMap::default();
-    let mut syncs: Vec<(Option<&EntityRef>, HostCall<'_>)> = Vec::new();
 
     for activity in graph.activity_facts() {
-        let Some(busy) = activity.busy else { continue };
-        match activity.domain {
-            ActivityDomain::Runtime => {
-                let intervals = busy.as_slice();
-                let (Some(first), Some(last)) = (intervals.first(), intervals.last()) else { continue };
-                let call = HostCall { start: first.start_ns(), end: last.end_ns(), domain: activity.clock.0 };
-                if let Some(correlation) = activity.cuda_correlation_id {
-                    launches
-                        .entry((activity.correlation_scope, correlation))
-                        .and_modify(|known| {
-                            if (call.start, call.end) < (known.start, known.end) {
-                                *known = call;
-                            }
-                        })
-                        .or_insert(call);
-                }
-                if activity.name.is_some_and(is_synchronization) {
-                    syncs.push((activity.correlation_scope, call));
-                }
-            }
-            ActivityDomain::Gpu => {
-                let Some((uuid, domain, kind)) = activity.device else { continue };
-                let clock = DeviceClock::new(uuid, domain, kind);
-                let device = *device_index.entry(clock).or_insert_with(|| {
-                    devices.push(DeviceWork {
-                        clock,
-                        items: Vec::new(),
-                        kernel_index: FastHashMap::default(),
-                        row_index: FastHashMap::default(),
-                        kernels: Vec::new(),
-                        memory: MemoryKinds::default(),
-                        stream_index: FastHashMap::default(),
-                        streams: Vec::new(),
-                        iteration_counts: FastHashMap::default(),
-                        uncorrelated_starts: Vec::new(),
-                        pending: Vec::new(),
-                    });
-                    // Fewer devices than activities, and activities are fewer
-                    // than u32::MAX (tally-resolve caps its tables).
-                    (devices.len() - 1) as u32
-                });
-                let work = &mut devices[device as usize];
-                let (kernel, memory) = match work.kernel_index.get(&(activity.kind, activity.name)) {
-                    Some(&known) => known,
-                    None => {
-                        let classified = options.rules.classify(activity.kind, activity.name);
-                        let shown = activity.name.unwrap_or(activity.kind);
-                        let next = work.kernels.len() as u32;
-                        let kernel = *work.row_index.entry((shown, classified.category)).or_insert(next);
-                        if kernel == next {
-                            work.kernels.push(KernelWork {
-                                name: shown.to_owned(),
-                                category: classified.category,
-                                count: 0,
-                                summed: 0,
-                                durations: Vec::new(),
-                                sweep: UnionSweep::default(),
-                            });
-                        }
-                        work.kernel_index.insert((activity.kind, activity.name), (kernel, classified.memory));
-                        (kernel, classified.memory)
-                    }
-                };
-                let intervals = busy.as_slice();
-                let summed: u64 = intervals.iter().map(|interval| interval.duration_ns()).sum();
-                let entry = &mut work.kernels[kernel as usize];
-                entry.count += 1;
-                entry.summed += u128::from(summed);
-                entry.durations.push(summed);
-                if let Some(kind) = memory {
-                    let slot = work.memory.get_mut(kind);
-                    slot.summed_ns += u128::from(summed);
-                    slot.count += 1;
-                }
-                let category = entry.category as usize;
-                let add = |counts: &mut [CategoryTime; 4]| {
-                    counts[category].summed_ns += u128::from(summed);
-                    counts[category].count += 1;
-                };
-                let stream = match activity.stream_id {
-                    None => NONE,
-                    Some(stream_id) => {
-                        let stream =
-                            crate::account::stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
-                        add(&mut work.streams[stream as usize].1);
-                        stream
-                    }
-                };
-                let iteration = match activity.iteration {
-                    Some(iteration) if options.by_iteration => {
-                        add(work.iteration_counts.entry(iteration as u32).or_default());
-                        iteration as u32
-                    }
-                    _ => NONE,
-                };
-                let start = intervals.first().map_or(0, |interval| interval.start_ns());
-                match activity.cuda_correlation_id {
-                    Some(correlation) => {
-                        work.pending.push(Pending { scope: activity.correlation_scope, correlation, start })
-                    }
-                    None => work.uncorrelated_starts.push(start),
-                }
-                work.items.extend(intervals.iter().map(|interval| Item {
-                    start: interval.start_ns(),
-                    end: interval.end_ns(),
-                    kernel,
-                    stream,
-                    iteration,
-                    memory: memory.map_or(NO_MEMORY, |kind| kind as u8),
-                }));
-            }
-            ActivityDomain::Cpu | ActivityDomain::Unknown => {}
+        if activity.domain != ActivityDomain::Gpu {
+            continue;
         }
+        let Some(busy) = activity.busy else { continue };
+        let Some((uuid, domain, kind)) = activity.device else { continue };
+        let clock = DeviceClock::new(uuid, domain, kind);
+        let device = *device_index.entry(clock).or_insert_with(|| {
+            devices.push(DeviceWork {
+                clock,
+                items: Vec::new(),
+                kernel_index: FastHashMap::default(),
+                row_index: FastHashMap::default(),
+                kernels: Vec::new(),
+                memory: MemoryKinds::default(),
+                stream_index: FastHashMap::default(),
+                streams: Vec::new(),
+                iteration_counts: FastHashMap::default(),
+                latencies: Vec::new(),
+                uncertainty: 0,
+                in_flight: Vec::new(),
+                unlinked: 0,
+                launching_scopes: FastHashSet::default(),
+            });
+            // Fewer devices than activities, and activities are fewer
+            // than u32::MAX (tally-resolve caps its tables).
+            (devices.len() - 1) as u32
+        });
+        let work = &mut devices[device as usize];
+        let (kernel, memory) = match work.kernel_index.get(&(activity.kind, activity.name)) {
+            Some(&known) => known,
+            None => {
+                let classified = options.rules.classify(activity.kind, activity.name);
+                let shown = activity.name.unwrap_or(activity.kind);
+                let next = work.kernels.len() as u32;
+                let kernel = *work.row_index.entry((shown, classified.category)).or_insert(next);
+                if kernel == next {
+                    work.kernels.push(KernelWork {
+                        name: shown.to_owned(),
+                        category: classified.category,
+                        count: 0,
+                        summed: 0,
+                        durations: Vec::new(),
+                        sweep: UnionSweep::default(),
+                    });
+                }
+                work.kernel_index.insert((activity.kind, activity.name), (kernel, classified.memory));
+                (kernel, classified.memory)
+            }
+        };
+        let intervals = busy.as_slice();
+        let summed: u64 = intervals.iter().map(|interval| interval.duration_ns()).sum();
+        let entry = &mut work.kernels[kernel as usize];
+        entry.count += 1;
+        entry.summed += u128::from(summed);
+        entry.durations.push(summed);
+        if let Some(kind) = memory {
+            let slot = work.memory.get_mut(kind);
+            slot.summed_ns += u128::from(summed);
+            slot.count += 1;
+        }
+        let category = entry.category as usize;
+        let add = |counts: &mut [CategoryTime; 4]| {
+            counts[category].summed_ns += u128::from(summed);
+            counts[category].count += 1;
+        };
+        let stream = match activity.stream_id {
+            None => NONE,
+            Some(stream_id) => {
+                let stream =
+                    crate::account::stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
+                add(&mut work.streams[stream as usize].1);
+                stream
+            }
+        };
+        let iteration = match activity.iteration {
+            Some(iteration) if options.by_iteration => {
+                add(work.iteration_counts.entry(iteration as u32).or_default());
+                iteration as u32
+            }
+            _ => NONE,
+        };
+        let start = intervals.first().map_or(0, |interval| interval.start_ns());
+        let linked = activity.cuda_correlation_id.and_then(|correlation| {
+            let scope = host.find_scope(activity.correlation_scope)?;
+            let launch = host.launch(scope, correlation)?;
+            let (at, uncertainty) =
+                aligner.to_device(launch.start, host.domains[launch.domain as usize], domain)?;
+            Some((scope, at, uncertainty))
+        });
+        match linked {
+            Some((scope, launch, uncertainty)) => {
+                let latency = i128::from(start) - i128::from(launch);
+                work.latencies.push(i64::try_from(latency).unwrap_or(if latency < 0 {
+                    i64::MIN
+                } else {
+                    i64::MAX
+                }));
+                work.uncertainty = work.uncertainty.max(uncertainty);
+                work.in_flight.push((launch, start));
+                work.launching_scopes.insert(scope);
+            }
+            None => work.unlinked += 1,
+        }
+        work.items.extend(intervals.iter().map(|interval| Item {
+            start: interval.start_ns(),
+            end: interval.end_ns(),
+            kernel,
+            stream,
+            iteration,
+            memory: memory.map_or(NO_MEMORY, |kind| kind as u8),
+        }));
     }
     drop(device_index);
 
-    let aligner = Aligner::new(graph.alignment_facts());
     let iteration_refs: Vec<&EntityRef> = if options.by_iteration {
         graph.iteration_facts().map(|facts| facts.iteration_ref).collect()
     } else {
@@ -631,15 +757,7 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
     };
     let mut rows: Vec<DeviceBreakdown> = devices
         .into_iter()
-        .map(|work| {
-            finish_device(
-                work,
-                &launches,
-                &syncs,
-                &aligner,
-                options.by_iteration.then_some(&iteration_refs[..]),
-            )
-        })
+        .map(|work| finish_device(work, &host, &aligner, options.by_iteration.then_some(&iteration_refs[..])))
         .collect();
     rows.sort_by(|a, b| {
         (&a.device_uuid, &a.clock_domain, a.clock_kind.as_str()).cmp(&(
@@ -704,10 +822,62 @@ fn nearest_rank(sorted: &[i64], percent: usize) -> Option<i64> {
     sorted.get(rank - 1).copied()
 }
 
+/// One sweep over labelled intervals sorted by start.
+fn sweep_sorted(intervals: impl IntoIterator<Item = (u64, u64, u8)>) -> LabelCoverage {
+    let mut sweep = LabelSweep::new();
+    for (start, end, labels) in intervals {
+        // Every caller passes a list it sorted by start (or a merge of such
+        // lists, smallest head first), so no start precedes the last.
+        sweep.push(start, end, labels).expect("intervals sorted by start");
+    }
+    sweep.finish()
+}
+
+/// Lists each sorted by start, read as one list sorted by start: the
+/// smallest head first.
+fn merge_by_start<'a>(
+    lists: Vec<Box<dyn Iterator<Item = (u64, u64, u8)> + 'a>>,
+) -> impl Iterator<Item = (u64, u64, u8)> + 'a {
+    let mut lists: Vec<_> = lists.into_iter().map(Iterator::peekable).collect();
+    std::iter::from_fn(move || {
+        let mut best: Option<(usize, u64)> = None;
+        for (index, list) in lists.iter_mut().enumerate() {
+            if let Some(&(start, _, _)) = list.peek()
+                && best.is_none_or(|(_, smallest)| start < smallest)
+            {
+                best = Some((index, start));
+            }
+        }
+        lists[best?.0].next()
+    })
+}
+
+/// The gaps between the busy periods of start-sorted items (empty items
+/// cover nothing), and the envelope: first start to last end.
+fn busy_gaps(items: &[Item]) -> (Vec<(u64, u64)>, Option<(u64, u64)>) {
+    let mut gaps = Vec::new();
+    let mut period: Option<(u64, u64)> = None;
+    let mut first = None;
+    for item in items.iter().filter(|item| item.end > item.start) {
+        period = Some(match period {
+            // Touching periods are one, as `merge_intervals` joins them.
+            Some((start, end)) if item.start <= end => (start, end.max(item.end)),
+            Some((_, end)) => {
+                gaps.push((end, item.start));
+                (item.start, item.end)
+            }
+            None => {
+                first = Some(item.start);
+                (item.start, item.end)
+            }
+        });
+    }
+    (gaps, first.zip(period.map(|(_, end)| end)))
+}
+
 fn finish_device<'a>(
     work: DeviceWork<'a>,
-    launches: &FastHashMap<(Option<&'a EntityRef>, u64), HostCall<'a>>,
-    syncs: &[(Option<&'a EntityRef>, HostCall<'a>)],
+    host: &HostCalls<'a>,
     aligner: &Aligner<'a>,
     iteration_refs: Option<&[&EntityRef]>,
 ) -> DeviceBreakdown {
@@ -718,35 +888,17 @@ fn finish_device<'a>(
         mut memory,
         streams,
         iteration_counts,
-        pending,
-        uncorrelated_starts,
+        mut latencies,
+        uncertainty,
+        mut in_flight,
+        unlinked,
+        launching_scopes,
         ..
     } = work;
     let device_domain = clock.clock_domain;
     let kernel_labels: Vec<u8> = kernels.iter().map(|entry| entry.category.bit()).collect();
     let label = |item: &Item| kernel_labels[item.kernel as usize];
 
-    // Launches: latency, in-flight windows, and which work they explain.
-    let mut latencies: Vec<i64> = Vec::new();
-    let mut uncertainty = 0;
-    let mut in_flight: Vec<(u64, u64)> = Vec::new();
-    let mut linked_starts: FastHashSet<u64> = FastHashSet::default();
-    let mut launching_scopes: FastHashSet<Option<&EntityRef>> = FastHashSet::default();
-    for item in &pending {
-        let linked = launches
-            .get(&(item.scope, item.correlation))
-            .and_then(|call| aligner.to_device(call.start, call.domain, device_domain));
-        if let Some((launch, alignment_uncertainty)) = linked {
-            let latency = i128::from(item.start) - i128::from(launch);
-            latencies.push(i64::try_from(latency).unwrap_or(if latency < 0 { i64::MIN } else { i64::MAX }));
-            uncertainty = uncertainty.max(alignment_uncertainty);
-            in_flight.push((launch, item.start));
-            linked_starts.insert(item.start);
-            launching_scopes.insert(item.scope);
-        }
-    }
-    let unlinked = (pending.len() - latencies.len() + uncorrelated_starts.len()) as u64;
-    drop(uncorrelated_starts);
     latencies.sort_unstable();
     let launch_latency = LaunchLatency {
         linked: latencies.len() as u64,
@@ -760,18 +912,21 @@ fn finish_device<'a>(
         clock_uncertainty_ns: uncertainty,
     };
     drop(latencies);
-    let sync_windows: Vec<(u64, u64)> = syncs
+    let mut sync_windows: Vec<(u64, u64)> = host
+        .syncs
         .iter()
-        .filter(|(scope, _)| launching_scopes.contains(scope))
-        .filter_map(|(_, call)| {
-            let (start, _) = aligner.to_device(call.start, call.domain, device_domain)?;
-            let (end, _) = aligner.to_device(call.end, call.domain, device_domain)?;
+        .filter(|call| launching_scopes.contains(&call.scope))
+        .filter_map(|call| {
+            let domain = host.domains[call.domain as usize];
+            let (start, _) = aligner.to_device(call.start, domain, device_domain)?;
+            let (end, _) = aligner.to_device(call.end, domain, device_domain)?;
             Some((start, end))
         })
         .collect();
+    sync_windows.sort_unstable();
 
     // One sort of the busy intervals feeds the kernels' and memory kinds'
-    // unions and the gaps.
+    // unions, the gaps and the device's coverage.
     sort_by_start(&mut items, |item| item.start);
     let mut memory_sweeps = [UnionSweep::default(); MemoryKind::ALL.len()];
     for item in &items {
@@ -783,23 +938,22 @@ fn finish_device<'a>(
     for kind in MemoryKind::ALL {
         memory.get_mut(kind).busy_ns = memory_sweeps[kind as usize].finish();
     }
-    let mut spans: Vec<(u64, u64)> = items.iter().map(|item| (item.start, item.end)).collect();
-    let merged = merge_intervals(&mut spans);
-    drop(spans);
-    let merged: Vec<(u64, u64)> = merged.into_iter().filter(|(start, end)| end > start).collect();
-    let gaps: Vec<(u64, u64)> = merged.windows(2).map(|pair| (pair[0].1, pair[1].0)).collect();
-    let envelope = merged.first().zip(merged.last()).map(|(first, last)| (first.0, last.1));
+    let (gaps, envelope) = busy_gaps(&items);
+    // A gap is explained when the work ending it was linked to its launch.
+    let mut linked_starts: Vec<u64> = in_flight.iter().map(|&(_, start)| start).collect();
+    linked_starts.sort_unstable();
     let unexplained: Vec<(u64, u64)> =
-        gaps.iter().copied().filter(|(_, end)| !linked_starts.contains(end)).collect();
+        gaps.iter().copied().filter(|(_, end)| linked_starts.binary_search(end).is_err()).collect();
+    drop(linked_starts);
+    in_flight.sort_unstable();
 
-    let labelled = items
-        .iter()
-        .map(|item| (item.start, item.end, label(item)))
-        .chain(in_flight.iter().map(|&(start, end)| (start, end, IN_FLIGHT)))
-        .chain(sync_windows.iter().map(|&(start, end)| (start, end, SYNC)))
-        .chain(envelope.map(|(start, end)| (start, end, ENVELOPE)))
-        .chain(unexplained.iter().map(|&(start, end)| (start, end, UNEXPLAINED)));
-    let coverage = LabelCoverage::of(labelled);
+    let coverage = sweep_sorted(merge_by_start(vec![
+        Box::new(items.iter().map(|item| (item.start, item.end, label(item)))),
+        Box::new(in_flight.iter().map(|&(start, end)| (start, end, IN_FLIGHT))),
+        Box::new(sync_windows.iter().map(|&(start, end)| (start, end, SYNC))),
+        Box::new(envelope.into_iter().map(|(start, end)| (start, end, ENVELOPE))),
+        Box::new(unexplained.iter().map(|&(start, end)| (start, end, UNEXPLAINED))),
+    ]));
     drop((in_flight, sync_windows, unexplained));
     let idle_set = |set: u8| set & ENVELOPE != 0 && set & WORK == 0;
     let idle = IdleBreakdown {
@@ -813,6 +967,7 @@ fn finish_device<'a>(
             .covered(|set| idle_set(set) && set & (IN_FLIGHT | SYNC | UNEXPLAINED) == UNEXPLAINED),
         host_bound_ns: coverage.covered(|set| idle_set(set) && set & (IN_FLIGHT | SYNC | UNEXPLAINED) == 0),
     };
+    drop(gaps);
 
     let mut device_counts = [CategoryTime::default(); 4];
     for entry in &kernels {
@@ -824,23 +979,32 @@ fn finish_device<'a>(
     drop(coverage);
     let (summed_ns, count) = summed_and_count(&device_counts);
 
-    // Streams and iterations: their own coverage over their own intervals.
-    let mut by_stream: Vec<Vec<(u64, u64, u8)>> = vec![Vec::new(); streams.len()];
-    let mut by_iteration: FastHashMap<u32, Vec<(u64, u64, u8)>> = FastHashMap::default();
-    for item in &items {
-        if item.stream != NONE {
-            by_stream[item.stream as usize].push((item.start, item.end, label(item)));
+    // Streams and iterations: their own coverage over their own intervals,
+    // read from the items sorted again in place (no copy per stream).
+    let mut stream_coverage: Vec<Option<LabelCoverage>> = vec![None; streams.len()];
+    items.sort_unstable_by_key(|item| (item.stream, item.start));
+    for run in items.chunk_by(|a, b| a.stream == b.stream) {
+        if let Some(slot) = stream_coverage.get_mut(run[0].stream as usize) {
+            *slot = Some(sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item)))));
         }
-        if item.iteration != NONE {
-            by_iteration.entry(item.iteration).or_default().push((item.start, item.end, label(item)));
+    }
+    let mut iteration_figures: FastHashMap<u32, Figures> = FastHashMap::default();
+    if iteration_refs.is_some() {
+        items.sort_unstable_by_key(|item| (item.iteration, item.start));
+        for run in items.chunk_by(|a, b| a.iteration == b.iteration) {
+            let iteration = run[0].iteration;
+            if let Some(counts) = iteration_counts.get(&iteration) {
+                let coverage = sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item))));
+                iteration_figures.insert(iteration, figures(&coverage, counts));
+            }
         }
     }
     drop(items);
     let mut stream_rows: Vec<StreamBreakdown> = streams
         .iter()
-        .zip(by_stream)
-        .map(|((stream_id, counts), intervals)| {
-            let figures = figures(&LabelCoverage::of(intervals), counts);
+        .zip(stream_coverage)
+        .map(|((stream_id, counts), coverage)| {
+            let figures = figures(&coverage.unwrap_or_else(|| LabelSweep::new().finish()), counts);
             let (summed_ns, count) = summed_and_count(counts);
             StreamBreakdown {
                 stream_id: *stream_id,
@@ -859,8 +1023,9 @@ fn finish_device<'a>(
         let mut rows: Vec<IterationBreakdown> = iteration_counts
             .iter()
             .map(|(iteration, counts)| {
-                let intervals = by_iteration.remove(iteration).unwrap_or_default();
-                let figures = figures(&LabelCoverage::of(intervals), counts);
+                let figures = iteration_figures
+                    .remove(iteration)
+                    .unwrap_or_else(|| figures(&LabelSweep::new().finish(), counts));
                 let (summed_ns, count) = summed_and_count(counts);
                 IterationBreakdown {
                     iteration_ref: iteration_refs[*iteration as usize].clone(),
