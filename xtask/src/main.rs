@@ -5,6 +5,8 @@
 //! - `bench [--json] [--quick] [NAME...]`: benchmarks beside the Python
 //!   references, with ratios.
 //! - `python`: only set up `.venv` and print its interpreter.
+//! - `python-hta`: only set up `.venv-hta` (Holistic Trace Analysis) and
+//!   print its interpreter.
 //! - `boundaries`: only the tidy checks of docs/ARCHITECTURE.md's boundaries
 //!   (tests/tests/tidy.rs, which `cargo test` runs as well).
 //! - `fuzz [TARGET...] [--seconds N] [--jobs J]`: coverage-guided fuzzing of
@@ -37,8 +39,12 @@ fn main() -> anyhow::Result<()> {
             println!("{}", python::ensure_venv()?.display());
             Ok(())
         }
+        "python-hta" => {
+            println!("{}", python::ensure_hta_venv()?.display());
+            Ok(())
+        }
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|python|gpu-check|fuzz|boundaries> [args]");
+            eprintln!("usage: cargo xtask <test|bench|python|python-hta|gpu-check|fuzz|boundaries> [args]");
             std::process::exit(2);
         }
     }

@@ -1,8 +1,9 @@
-//! The Python reference environment: `.venv` at the workspace root with the
-//! packages of `python/requirements.txt`, reinstalled only when that file
-//! changes.
+//! The Python environments: `.venv` at the workspace root with the
+//! references and runtimes of `python/requirements.txt`, and `.venv-hta`
+//! with Holistic Trace Analysis alone (`python/requirements-hta.txt`), each
+//! reinstalled only when its requirements file changes.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context, bail};
@@ -11,10 +12,24 @@ use crate::workspace_root;
 
 /// Creates or refreshes `.venv` and returns its interpreter.
 pub(crate) fn ensure_venv() -> anyhow::Result<PathBuf> {
+    ensure_venv_at(".venv", "python/requirements.txt")
+}
+
+/// Creates or refreshes `.venv-hta` and returns its interpreter. HTA has a
+/// venv of its own because it pulls jupyterlab, pandas 3 and numpy 2, whose
+/// versions must not move under `.venv`'s pinned torch, TensorFlow and JAX.
+pub(crate) fn ensure_hta_venv() -> anyhow::Result<PathBuf> {
+    ensure_venv_at(".venv-hta", "python/requirements-hta.txt")
+}
+
+/// The venv `venv` (relative to the workspace root) with the packages of
+/// `requirements`, in one pip call. The file's text is kept in the venv as
+/// a stamp: an unchanged file means nothing to install.
+fn ensure_venv_at(venv: &str, requirements: &str) -> anyhow::Result<PathBuf> {
     let root = workspace_root();
-    let venv = root.join(".venv");
+    let venv = root.join(venv);
     let python = venv.join("bin/python");
-    let requirements = root.join("python/requirements.txt");
+    let requirements = root.join(requirements);
     let wanted = std::fs::read_to_string(&requirements)
         .with_context(|| format!("reading {}", requirements.display()))?;
     let stamp = venv.join(".tally-requirements");
@@ -26,7 +41,7 @@ pub(crate) fn ensure_venv() -> anyhow::Result<PathBuf> {
         let interpreter = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
         status(Command::new(&interpreter).args(["-m", "venv"]).arg(&venv), "python3 -m venv")?;
     }
-    eprintln!("xtask: installing python/requirements.txt into .venv");
+    eprintln!("xtask: installing {} into {}", relative(&requirements), relative(&venv));
     status(
         Command::new(&python)
             .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r"])
@@ -35,6 +50,10 @@ pub(crate) fn ensure_venv() -> anyhow::Result<PathBuf> {
     )?;
     std::fs::write(&stamp, wanted)?;
     Ok(python)
+}
+
+fn relative(path: &Path) -> String {
+    path.strip_prefix(workspace_root()).unwrap_or(path).display().to_string()
 }
 
 /// The reference interpreter when it is set up already: `TALLY_PYTHON`, else

@@ -2,14 +2,14 @@
 //!
 //! It installs what the tests need by itself, so a fresh machine needs only
 //! Rust and Python: Debian packages for native pieces, the Python references
-//! and runtimes into `.venv`, then format, lint, docs and every test with
-//! every feature.
+//! and runtimes into `.venv`, Holistic Trace Analysis into `.venv-hta`, then
+//! format, lint, docs and every test with every feature.
 
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 
-use crate::python::{ensure_venv, status};
+use crate::python::{ensure_hta_venv, ensure_venv, status};
 use crate::workspace_root;
 
 /// Debian packages the tests need (native libraries for optional features).
@@ -27,7 +27,8 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     let root = workspace_root();
     install_apt_packages()?;
     let python = ensure_venv()?;
-    let environment = test_environment(&python)?;
+    let hta_python = ensure_hta_venv()?;
+    let environment = test_environment(&python, &hta_python)?;
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let cargo_at_root = || {
         let mut command = Command::new(&cargo);
@@ -103,10 +104,15 @@ fn print_skips(log: &Path) -> anyhow::Result<()> {
 }
 
 /// Variables every cargo command of the test run gets: the reference
-/// interpreter for the agreement tests, and the venv first on PATH so build
-/// scripts that ask Python (libtorch's) find the venv's packages.
-fn test_environment(python: &Path) -> anyhow::Result<Vec<(String, OsString)>> {
-    let mut environment = vec![("TALLY_PYTHON".to_owned(), python.as_os_str().to_owned())];
+/// interpreter for the agreement tests, HTA's for the comparisons with it,
+/// and the venv first on PATH so build scripts that ask Python (libtorch's)
+/// find the venv's packages. `.venv-hta` stays off PATH: its pandas and
+/// numpy must not be what a build script finds.
+fn test_environment(python: &Path, hta_python: &Path) -> anyhow::Result<Vec<(String, OsString)>> {
+    let mut environment = vec![
+        ("TALLY_PYTHON".to_owned(), python.as_os_str().to_owned()),
+        ("TALLY_HTA_PYTHON".to_owned(), hta_python.as_os_str().to_owned()),
+    ];
     if let Some(bin) = python.parent() {
         let mut path = OsString::from(bin);
         if let Some(existing) = std::env::var_os("PATH") {

@@ -8,6 +8,8 @@
 //! - [`reference_python`]: the reference interpreter named by
 //!   `TALLY_PYTHON`, checked to import what the test needs; [`run_python`]
 //!   runs a script on it with input on stdin.
+//! - [`hta_python`]: the Python with Holistic Trace Analysis named by
+//!   `TALLY_HTA_PYTHON` (`.venv-hta`, apart from the reference venv).
 //! - [`json`]: the JSON fixture helpers of the vertebrae agreement suites.
 //! - `python` (feature `python`): the embedded interpreter of the adapters
 //!   over Python frameworks, with the reference Python's packages on its
@@ -37,6 +39,9 @@ pub const SKIP_LOG_VARIABLE: &str = "TALLY_SKIP_LOG";
 
 /// The variable naming the reference Python (stormlog, vertebrae, numpy).
 pub const PYTHON_VARIABLE: &str = "TALLY_PYTHON";
+
+/// The variable naming the Python with Holistic Trace Analysis (`hta`).
+pub const HTA_PYTHON_VARIABLE: &str = "TALLY_HTA_PYTHON";
 
 /// Says that the calling test skipped and why: prints
 /// `skipped: <test name>: <reason>` to stderr and, when `TALLY_SKIP_LOG` is
@@ -88,12 +93,27 @@ fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
 /// for [`skip`]: the variable is unset or empty, the interpreter does not
 /// start, or an import fails (with Python's last line of the error).
 pub fn reference_python(modules: &[&str]) -> Result<PathBuf, String> {
+    python_from(PYTHON_VARIABLE, modules)
+}
+
+/// The Python with Holistic Trace Analysis named by `TALLY_HTA_PYTHON`
+/// (`cargo xtask test` points it at `.venv-hta`), after checking that it
+/// imports `hta` and HTA's `TraceAnalysis`. HTA has its own variable because
+/// it lives in a venv of its own: its pandas and numpy must not meet the
+/// reference venv's pinned frameworks. The error says why not, as
+/// [`reference_python`]'s does.
+pub fn hta_python() -> Result<PathBuf, String> {
+    python_from(HTA_PYTHON_VARIABLE, &["hta", "hta.trace_analysis"])
+}
+
+/// The interpreter named by `variable`, checked to import `modules`.
+fn python_from(variable: &str, modules: &[&str]) -> Result<PathBuf, String> {
     let wanted = modules.join(", ");
-    let Some(python) = std::env::var_os(PYTHON_VARIABLE).filter(|value| !value.is_empty()) else {
+    let Some(python) = std::env::var_os(variable).filter(|value| !value.is_empty()) else {
         return Err(if wanted.is_empty() {
-            format!("{PYTHON_VARIABLE} is not set")
+            format!("{variable} is not set")
         } else {
-            format!("{PYTHON_VARIABLE} is not set (a Python with {wanted})")
+            format!("{variable} is not set (a Python with {wanted})")
         });
     };
     let python = PathBuf::from(python);
@@ -103,13 +123,13 @@ pub fn reference_python(modules: &[&str]) -> Result<PathBuf, String> {
         .arg(&imports)
         .stdin(Stdio::null())
         .output()
-        .map_err(|error| format!("{PYTHON_VARIABLE}={} does not start: {error}", python.display()))?;
+        .map_err(|error| format!("{variable}={} does not start: {error}", python.display()))?;
     if output.status.success() {
         return Ok(python);
     }
     let stderr = String::from_utf8_lossy(&output.stderr);
     let last = stderr.lines().map(str::trim).rfind(|line| !line.is_empty()).unwrap_or("no message");
-    Err(format!("{PYTHON_VARIABLE}={} cannot import {wanted}: {last}", python.display()))
+    Err(format!("{variable}={} cannot import {wanted}: {last}", python.display()))
 }
 
 /// Runs `python -c script` with `input` on its stdin and returns what it

@@ -2,9 +2,9 @@
 //! trace benchmark's generated Kineto trace (at least 500 MB; 15 MB with
 //! `--quick`), pinned to one core: wall and CPU time, peak RSS, trace
 //! events per second. Where a Python with Holistic Trace Analysis is found
-//! (`TALLY_HTA_PYTHON`, else the reference Python when it has `hta`), the
-//! same run times HTA's load of the same file plus the same analyses:
-//! `get_comm_comp_overlap`, `get_temporal_breakdown`,
+//! (`TALLY_HTA_PYTHON`, else `.venv-hta`, else the reference Python when
+//! it has `hta`), the same run times HTA's load of the same file plus the
+//! same analyses: `get_comm_comp_overlap`, `get_temporal_breakdown`,
 //! `get_idle_time_breakdown` and `get_gpu_kernel_breakdown`; otherwise the
 //! row says it was skipped and why.
 //!
@@ -72,7 +72,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
             let seconds = HTA_ISSUE_SECONDS * scale;
             let bytes = HTA_ISSUE_BYTES * scale;
             row.note += &format!(
-                "; HTA skipped: no Python with HolisticTraceAnalysis (set TALLY_HTA_PYTHON); \
+                "; HTA skipped: no Python with HolisticTraceAnalysis (run `cargo xtask python-hta` or set TALLY_HTA_PYTHON); \
                  against the issue's HTA load ({:.0} s, {:.2} GB scaled to {megabytes} MB): {:.0}x faster, {:.0}x less memory",
                 seconds,
                 bytes / 1e9,

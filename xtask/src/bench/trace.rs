@@ -7,8 +7,8 @@
 //! Rows: the import alone (`--dry-run`: every record built, none written)
 //! and the import into a v4 artifact on disk, both pinned to one core; MB/s of
 //! uncompressed JSON, trace events per second, peak RSS. Where a Python with
-//! Holistic Trace Analysis is found (`TALLY_HTA_PYTHON`, else the reference
-//! Python when it has `hta`), the same run times HTA's trace load and
+//! Holistic Trace Analysis is found (`TALLY_HTA_PYTHON`, else `.venv-hta`,
+//! else the reference Python when it has `hta`), the same run times HTA's trace load and
 //! temporal breakdown on the same file.
 //!
 //! Targets (issue 8): at least 200 MB/s on one core; peak RSS under a fifth
@@ -342,11 +342,14 @@ pub(super) fn one_core(program: &Path) -> Command {
     }
 }
 
-/// A Python that imports HTA: `TALLY_HTA_PYTHON`, else the reference one.
+/// A Python that imports HTA: `TALLY_HTA_PYTHON`, else `.venv-hta` (what
+/// `cargo xtask python-hta` and `cargo xtask test` set up), else the
+/// reference one.
 pub(super) fn hta_python(ctx: &BenchContext) -> Option<PathBuf> {
     let candidates = std::env::var_os("TALLY_HTA_PYTHON")
         .map(PathBuf::from)
         .into_iter()
+        .chain([workspace_root().join(".venv-hta/bin/python")])
         .chain(ctx.python().map(Path::to_path_buf));
     candidates.into_iter().find(|python| {
         Command::new(python).args(["-c", "import hta"]).output().is_ok_and(|out| out.status.success())
@@ -408,7 +411,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         }
         None => {
             rows[0].note +=
-                "; HTA not installed (set TALLY_HTA_PYTHON to a Python with HolisticTraceAnalysis)";
+                "; HTA not installed (run `cargo xtask python-hta` or set TALLY_HTA_PYTHON)";
         }
     }
     for row in rows {
