@@ -294,6 +294,12 @@ pub struct StreamBreakdown {
     pub exposed_communication_ns: u64,
     /// Memory activity with no compute running.
     pub exposed_memory_ns: u64,
+    /// First start of one of its busy intervals.
+    pub envelope_start_ns: Option<u64>,
+    /// Last end of one: with `envelope_start_ns` and `summed_ns`, the
+    /// stream's gaps between consecutive activities, which is HTA's idle
+    /// time of the stream (see the module docs).
+    pub envelope_end_ns: Option<u64>,
 }
 
 /// Category and overlap figures of one iteration on one device clock.
@@ -981,11 +987,14 @@ fn finish_device<'a>(
 
     // Streams and iterations: their own coverage over their own intervals,
     // read from the items sorted again in place (no copy per stream).
-    let mut stream_coverage: Vec<Option<LabelCoverage>> = vec![None; streams.len()];
+    // A stream's envelope spans all of its intervals, empty ones too (as
+    // HTA's per-stream idle time reads them).
+    let mut stream_coverage: Vec<Option<((u64, u64), LabelCoverage)>> = vec![None; streams.len()];
     items.sort_unstable_by_key(|item| (item.stream, item.start));
     for run in items.chunk_by(|a, b| a.stream == b.stream) {
         if let Some(slot) = stream_coverage.get_mut(run[0].stream as usize) {
-            *slot = Some(sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item)))));
+            let envelope = (run[0].start, run.iter().map(|item| item.end).max().unwrap_or(run[0].end));
+            *slot = Some((envelope, sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item))))));
         }
     }
     let mut iteration_figures: FastHashMap<u32, Figures> = FastHashMap::default();
@@ -1004,6 +1013,8 @@ fn finish_device<'a>(
         .iter()
         .zip(stream_coverage)
         .map(|((stream_id, counts), coverage)| {
+            let (envelope, coverage) = coverage.unzip();
+            let (envelope_start_ns, envelope_end_ns) = envelope.unzip();
             let figures = figures(&coverage.unwrap_or_else(|| LabelSweep::new().finish()), counts);
             let (summed_ns, count) = summed_and_count(counts);
             StreamBreakdown {
@@ -1015,6 +1026,8 @@ fn finish_device<'a>(
                 overlap_ns: figures.overlap_ns,
                 exposed_communication_ns: figures.exposed_communication_ns,
                 exposed_memory_ns: figures.exposed_memory_ns,
+                envelope_start_ns,
+                envelope_end_ns,
             }
         })
         .collect();

@@ -3,7 +3,10 @@
 //! figure equals an independent exact computation from the raw trace
 //! events (`breakdown/independent.py`, run on the reference Python), and
 //! the busy and summed times sit beside HTA's recorded figures
-//! (`hta_golden.json`; live HTA where `import hta` works).
+//! (`hta_golden.json`), and HTA's own analyses, run live where
+//! `TALLY_HTA_PYTHON` names a Python with HTA (`breakdown/hta_live.py`),
+//! agree with tally's figures over HTA's selection of the work up to HTA's
+//! rounding, difference by difference (tally-gpu-time's `breakdown` docs).
 
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
@@ -152,34 +155,420 @@ fn busy_and_summed_time_beside_htas_figures() {
     }
 }
 
+/// The traces HTA's analyses run on beside tally's: the NCCL ones, the
+/// sampled ranks, and every kind of trace that tells a difference apart
+/// (fractional timestamps, work launched outside the ProfilerSteps,
+/// `cuda_sync` events, a CPU op with a stream argument, no steps at all,
+/// ROCm).
+const HTA_TRACES: [&str; 10] = [
+    "nccl-distributed.json.gz",
+    "sampled-rank-0.json.gz",
+    "sampled-rank-1.json.gz",
+    "queue-length-rank-0.json.gz",
+    "diff-test-rank1.json.gz",
+    "ns-resolution-rank-0.json.gz",
+    "alexnet-cuda-sync.json.gz",
+    "triton-single-kernel.json.gz",
+    "inference-rank-1-minimal.json.gz",
+    "rocm-mi250-train.json.gz",
+];
+
+/// tally's category of one of HTA's kernel types.
+fn category_of(hta_type: &str) -> &'static str {
+    match hta_type {
+        "COMPUTATION" => "compute",
+        "COMMUNICATION" => "communication",
+        "MEMORY" => "memory",
+        "OTHER" => "other",
+        other => panic!("HTA kernel type {other}"),
+    }
+}
+
+/// `--category-pattern` flags that give each kernel name of the trace
+/// HTA's kernel type (`hta.utils.utils.get_kernel_type`: communication
+/// when the name matches `^nccl.*Kernel`, memory when it starts with
+/// `Memcpy`, `Memset` or `dma`, other when it contains `Memcpy` or `Sync`,
+/// compute otherwise), name by name: HTA's regexes are case-sensitive and
+/// tally's globs are not, so `*Sync*` would also catch a
+/// `copy_async_kernel` that HTA calls compute. A name's `*` is a glob
+/// wildcard that matches itself; the kernel-by-kernel check of categories
+/// catches a pattern that caught another name too.
+fn hta_type_patterns(hta: &Value) -> Vec<String> {
+    hta["types_by_name"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(name, hta_type)| {
+            ["--category-pattern".to_owned(), format!("{}={name}", category_of(hta_type.as_str().unwrap()))]
+        })
+        .collect()
+}
+
+/// One HTA run's figures beside tally's.
+struct Beside<'a> {
+    trace: &'a str,
+    hta: &'a Value,
+}
+
+impl Beside<'_> {
+    /// HTA's inward rounding of the events under `key` (`all`,
+    /// `type:COMPUTATION`, `name:...`, `stream:7`), in microseconds: total
+    /// and largest single event. 0 on traces with whole microseconds.
+    fn slack(&self, key: &str) -> (f64, f64) {
+        let entry = &self.hta["rounding"][key];
+        (entry["total_us"].as_f64().unwrap_or(0.0), entry["largest_us"].as_f64().unwrap_or(0.0))
+    }
+
+    /// tally's `ns` against HTA's `us`: equal up to `slack_us` (HTA's
+    /// rounding of the events involved); a float's last bit beyond.
+    fn near(&self, what: &str, ns: u64, us: f64, slack_us: f64) {
+        let difference = ns as f64 / 1000.0 - us;
+        assert!(
+            difference.abs() <= slack_us + 1e-6 * us.abs().max(1.0),
+            "{}: {what}: tally {ns} ns, HTA {us} µs: {difference:+.3} µs beyond HTA's rounding of {slack_us:.3} µs",
+            self.trace
+        );
+    }
+}
+
+/// tally's iterations beside HTA's steps, with their counts, summed and
+/// busy times.
+fn compare_steps(beside: &Beside<'_>, iterations: &[Value], per_step: &serde_json::Map<String, Value>) {
+    let name = beside.trace;
+    let u = |value: &Value| value.as_u64().unwrap();
+    // Per step: HTA's own step of each event, beside tally's iterations.
+    // HTA takes a step's time range on any process; tally the launching
+    // process's steps only, so a step holding only launches of another
+    // process is no iteration of tally's.
+    let tallied: Vec<i64> = iterations.iter().map(step_number).collect();
+    let stepped: Vec<i64> = per_step
+        .iter()
+        .filter(|(_, row)| u(&row["count"]) > u(&row["launched_on_another_process"]))
+        .map(|(key, _)| key.parse().unwrap())
+        .filter(|&step: &i64| step >= 0)
+        .collect();
+    let mut sorted = stepped.clone();
+    sorted.sort_unstable();
+    assert_eq!(tallied, sorted, "{name}: steps");
+    for row in iterations {
+        let step = &per_step[&step_number(row).to_string()];
+        let total = step["rounding"]["total_us"].as_f64().unwrap();
+        let at = format!("step {}", step_number(row));
+        // The figures below hold when every launch is on the step's process.
+        assert_eq!(u(&step["launched_on_another_process"]), 0, "{name}: {at}");
+        assert_eq!(u(&row["count"]), u(&step["count"]), "{name}: {at}: count");
+        beside.near(
+            &format!("{at}: summed"),
+            u(&row["summed_ns"]),
+            step["summed_us"].as_f64().unwrap(),
+            total,
+        );
+        beside.near(&format!("{at}: busy"), u(&row["busy_ns"]), step["busy_us"].as_f64().unwrap(), total);
+    }
+}
+
+/// The step number of a tally iteration (`ProfilerStep#N`).
+fn step_number(iteration: &Value) -> i64 {
+    let id = iteration["iteration_ref"]["id"].as_str().unwrap();
+    id.rsplit_once('#')
+        .and_then(|(_, number)| number.parse().ok())
+        .unwrap_or_else(|| panic!("iteration {id}"))
+}
+
 #[test]
-fn hta_live_analyses_are_compared_where_hta_is_installed() {
-    match tally_testkit::reference_python(&["hta"]) {
-        // The comparisons of HTA's own analyses need HTA, which needs a
-        // Python that can install HolisticTraceAnalysis (not this image's);
-        // hta_golden.py records what it computed earlier.
-        Err(why) => tally_testkit::skip(format!("HTA's live analyses: {why}")),
-        Ok(python) => {
-            let script = "import sys, logging\nlogging.disable(logging.WARNING)\n\
-                from hta.trace_analysis import TraceAnalysis\n\
-                import json, pathlib\n\
-                p = pathlib.Path(sys.argv[1])\n\
-                a = TraceAnalysis(trace_files={0: str(p)}, trace_dir=str(p.parent))\n\
-                o = a.get_comm_comp_overlap(visualize=False)\n\
-                print(json.dumps(o.to_dict(orient='records')))\n";
-            for name in ["sampled-rank-0.json.gz", "nccl-distributed.json.gz"] {
-                let output = Command::new(&python).args(["-c", script]).arg(kineto(name)).output().unwrap();
-                // HTA's overlap is per step over filtered work (crate docs):
-                // a percentage in [0, 100], as tally's ratio over the run.
-                assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-                let rows: Value = serde_json::from_slice(&output.stdout).unwrap();
-                for row in rows.as_array().unwrap() {
-                    let pct = row["comp_comm_overlap_pctg"].as_f64().unwrap();
-                    assert!((0.0..=100.0).contains(&pct), "{name}: {pct}");
-                }
-            }
+fn htas_analyses_agree_with_tally_on_htas_selection_of_work() {
+    let python = match tally_testkit::hta_python() {
+        Ok(python) => python,
+        // cargo xtask test sets TALLY_HTA_PYTHON to .venv-hta.
+        Err(why) => return tally_testkit::skip(format!("HTA's live analyses: {why}")),
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/breakdown/hta_live.py");
+    let dir = tempfile::tempdir().unwrap();
+    // HTA takes seconds a trace: all of them at once.
+    let runs: Vec<_> = HTA_TRACES
+        .iter()
+        .map(|name| {
+            let filtered = dir.path().join(format!("hta-kept-{name}"));
+            let child = Command::new(&python)
+                .arg(&script)
+                .arg(kineto(name))
+                .arg(&filtered)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (*name, filtered, child)
+        })
+        .collect();
+    for (name, filtered, child) in runs {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "{name}: {}", String::from_utf8_lossy(&output.stderr));
+        let hta: Value = serde_json::from_slice(&output.stdout).unwrap();
+        let beside = Beside { trace: name, hta: &hta };
+        compare_with_hta(&beside, &kineto(name), &filtered);
+    }
+}
+
+fn compare_with_hta(beside: &Beside<'_>, trace: &Path, filtered: &Path) {
+    let (name, hta) = (beside.trace, beside.hta);
+    let whole = breakdown_json(trace, &["--by", "iteration"]);
+    let patterns = hta_type_patterns(hta);
+    let mine = breakdown_json(filtered, &patterns.iter().map(String::as_str).collect::<Vec<_>>());
+    let [whole, device] = [&whole, &mine].map(|run| {
+        let devices = run["devices"].as_array().unwrap();
+        assert_eq!(devices.len(), 1, "{name}: one device clock, as HTA's one rank");
+        &devices[0]
+    });
+    let u = |value: &Value| value.as_u64().unwrap();
+    let (kept, of) = (u(&hta["kept"]["gpu_events"]), u(&hta["kept"]["of"]));
+    let extras = hta["extras"].as_array().unwrap();
+    let extra_of_type =
+        |types: &[&str]| extras.iter().any(|extra| types.contains(&extra["type"].as_str().unwrap()));
+    let (all, largest) = beside.slack("all");
+
+    // HTA's selection: tally measures every kernel, copy and set; HTA keeps
+    // those launched before the last ProfilerStep began (when there are
+    // two steps or more).
+    assert_eq!(u(&whole["count"]), of, "{name}: GPU events");
+    assert_eq!(u(&device["count"]), kept, "{name}: the events HTA kept");
+    let steps = hta["profiler_steps"].as_array().unwrap().len();
+    let iterations = whole["iterations"].as_array().unwrap();
+    let per_step = hta["per_iteration"].as_object().unwrap();
+    if steps < 2 {
+        assert_eq!(kept, of, "{name}: HTA filters nothing below two steps");
+    } else {
+        // Reproduced from tally's iterations: all but the last, plus the
+        // work launched outside every step (which tally leaves out of
+        // its iterations), when all of that came before the last step.
+        let last = hta["profiler_steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|step| step.as_str().unwrap().rsplit_once('#').unwrap().1.parse::<i64>().unwrap())
+            .max()
+            .unwrap();
+        let before_last: u64 =
+            iterations.iter().filter(|row| step_number(row) != last).map(|row| u(&row["count"])).sum();
+        let outside = per_step.get("-1").map_or(0, |row| u(&row["count"]));
+        assert!(
+            (before_last..=before_last + outside).contains(&kept),
+            "{name}: HTA kept {kept}: tally's iterations before the last have {before_last}, {outside} launched outside"
+        );
+        if outside == 0 {
+            assert_eq!(kept, before_last, "{name}");
         }
     }
+
+    // HTA gives no step to the events on stream 0: what its steps hold is
+    // all the rest.
+    let stream_zero = u(&hta["stream_zero_events"]);
+    let stepped_count: u64 = per_step.values().map(|row| u(&row["count"])).sum();
+    assert_eq!(stepped_count + stream_zero, of, "{name}: HTA's steps");
+    if stream_zero > 0 {
+        eprintln!("{name}: {stream_zero} events on stream 0, in no step of HTA's");
+    } else {
+        compare_steps(beside, iterations, per_step);
+    }
+
+    // get_temporal_breakdown: from the first kept event to the last, the
+    // merged busy time, and compute by HTA's kernel types.
+    let temporal = &hta["temporal"];
+    let at = |key: &str| temporal[key].as_f64().unwrap();
+    let envelope = u(&device["envelope_end_ns"]) - u(&device["envelope_start_ns"]);
+    let busy = u(&device["busy_ns"]);
+    let compute = u(&device["categories"]["compute"]["busy_ns"]);
+    let (compute_slack, _) = beside.slack("type:COMPUTATION");
+    let hta_busy = at("kernel_time") - at("idle_time");
+    if extras.is_empty() {
+        beside.near("temporal: kernel_time", envelope, at("kernel_time"), 2.0 * largest);
+        beside.near(
+            "temporal: idle_time",
+            u(&device["idle"]["idle_ns"]),
+            at("idle_time"),
+            all + 2.0 * largest,
+        );
+        beside.near("temporal: busy", busy, hta_busy, all);
+        beside.near("temporal: compute_time", compute, at("compute_time"), compute_slack);
+        beside.near(
+            "temporal: non_compute_time",
+            busy - compute,
+            at("non_compute_time"),
+            all + compute_slack,
+        );
+    } else {
+        // HTA counts the extras as GPU time too: never less than tally's.
+        assert!(
+            hta_busy * 1000.0 >= busy as f64 - all * 1000.0,
+            "{name}: temporal busy {hta_busy} µs vs {busy}"
+        );
+        assert!(hta_busy * 1000.0 > busy as f64, "{name}: the extras add to HTA's busy time");
+        let compute_extras = extra_of_type(&["COMPUTATION"]);
+        assert_eq!(
+            at("compute_time") * 1000.0 > compute as f64 + compute_slack * 1000.0,
+            compute_extras,
+            "{name}"
+        );
+    }
+
+    // get_gpu_kernel_breakdown's kernel-type table: time of each exact set
+    // of HTA's types ("COMPUTATION overlapping COMMUNICATION" and so on),
+    // from which tally's category, overlap and exposed figures follow.
+    let types = hta["kernel_types"].as_object().unwrap();
+    let over = |wanted: &dyn Fn(&str) -> bool| -> f64 {
+        types.iter().filter(|(set, _)| wanted(set)).map(|(_, time)| time.as_f64().unwrap()).sum()
+    };
+    let has = |set: &str, kind: &str| set.split(" overlapping ").any(|part| part == kind);
+    let slack_of =
+        |kinds: &[&str]| -> f64 { kinds.iter().map(|kind| beside.slack(&format!("type:{kind}")).0).sum() };
+    if !extra_of_type(&["COMPUTATION", "COMMUNICATION", "MEMORY"]) {
+        for (kind, category) in
+            [("COMPUTATION", "compute"), ("COMMUNICATION", "communication"), ("MEMORY", "memory")]
+        {
+            let ns = u(&device["categories"][category]["busy_ns"]);
+            beside.near(
+                &format!("kernel types: {category} busy"),
+                ns,
+                over(&|set| has(set, kind)),
+                slack_of(&[kind]),
+            );
+        }
+        for (a, b, key) in [
+            ("COMMUNICATION", "COMPUTATION", "communication&compute"),
+            ("MEMORY", "COMPUTATION", "memory&compute"),
+            ("COMMUNICATION", "MEMORY", "communication&memory"),
+        ] {
+            let ns = u(&device["overlap_ns"][key]);
+            beside.near(
+                &format!("kernel types: {key}"),
+                ns,
+                over(&|set| has(set, a) && has(set, b)),
+                slack_of(&[a, b]),
+            );
+        }
+        for (kind, key) in [("COMMUNICATION", "exposed_communication_ns"), ("MEMORY", "exposed_memory_ns")] {
+            let hta_us = over(&|set| has(set, kind) && !has(set, "COMPUTATION"));
+            beside.near(
+                &format!("kernel types: {key}"),
+                u(&device[key]),
+                hta_us,
+                slack_of(&[kind, "COMPUTATION"]),
+            );
+        }
+        if u(&device["categories"]["other"]["count"]) == 0 {
+            beside.near("kernel types: busy", busy, over(&|_| true), all);
+        }
+    }
+
+    // get_comm_comp_overlap: overlapped over all communication, rounded
+    // to 0.01%.
+    let communication = u(&device["categories"]["communication"]["busy_ns"]) as f64 / 1000.0;
+    let overlapped = u(&device["overlap_ns"]["communication&compute"]) as f64 / 1000.0;
+    match hta["overlap_pctg"].as_f64() {
+        None => assert_eq!(communication, 0.0, "{name}: HTA found no communication"),
+        Some(pctg) if !extra_of_type(&["COMPUTATION", "COMMUNICATION"]) => {
+            let (comm_slack, both) =
+                (slack_of(&["COMMUNICATION"]), slack_of(&["COMMUNICATION", "COMPUTATION"]));
+            let low = 100.0 * (overlapped - both).max(0.0) / (communication + comm_slack);
+            let high = 100.0 * (overlapped + both) / (communication - comm_slack);
+            assert!(
+                (low - 0.005 - 1e-9..=high + 0.005 + 1e-9).contains(&pctg),
+                "{name}: overlap: HTA {pctg}%, tally {:.4}% (HTA's rounding allows {low:.4}..{high:.4})",
+                100.0 * overlapped / communication
+            );
+        }
+        Some(_) => {}
+    }
+
+    // get_gpu_kernel_breakdown's kernel table: per name, HTA's type,
+    // count, summed, shortest and longest time.
+    let kernels: std::collections::BTreeMap<&str, &Value> =
+        device["kernels"].as_array().unwrap().iter().map(|k| (k["name"].as_str().unwrap(), k)).collect();
+    let mut listed = std::collections::BTreeSet::new();
+    for row in hta["kernels"].as_array().unwrap() {
+        let kernel = row["name"].as_str().unwrap();
+        listed.insert(kernel);
+        let (total, largest) = beside.slack(&format!("name:{kernel}"));
+        let at = |key: &str| row[key].as_f64().unwrap();
+        // HTA's row of a name also holds the extras of that name (a CPU op
+        // named after the kernel it launched, a `Stream Wait Event` that
+        // its types call compute): theirs plus tally's.
+        let (extra_count, extra_us) =
+            extras.iter().filter(|extra| extra["name"] == kernel).fold((0, 0.0), |(count, us), extra| {
+                (count + u(&extra["count"]), us + extra["summed_us"].as_f64().unwrap())
+            });
+        let Some(mine) = kernels.get(kernel) else {
+            assert_eq!(extra_count, u(&row["count"]), "{name}: tally has no kernel {kernel}");
+            continue;
+        };
+        assert_eq!(mine["category"], category_of(row["type"].as_str().unwrap()), "{name}: {kernel}");
+        assert_eq!(u(&mine["count"]) + extra_count, u(&row["count"]), "{name}: {kernel}: count");
+        beside.near(
+            &format!("{kernel}: summed, with HTA's {extra_us} µs of extras"),
+            u(&mine["summed_ns"]) + (extra_us * 1000.0) as u64,
+            at("sum_us"),
+            total,
+        );
+        if extra_count > 0 {
+            continue;
+        }
+        beside.near(&format!("{kernel}: min"), u(&mine["min_ns"]), at("min_us"), largest);
+        beside.near(&format!("{kernel}: max"), u(&mine["max_ns"]), at("max_us"), largest);
+    }
+    // What HTA leaves out of its table is what its types call other.
+    for (kernel, mine) in &kernels {
+        if !listed.contains(kernel) {
+            assert_eq!(mine["category"], "other", "{name}: {kernel} is not in HTA's kernel table");
+        }
+    }
+
+    // tally's own rule beside HTA's types, over the whole trace: they
+    // agree on every name HTA does not call other; a name HTA calls other
+    // for containing `Memcpy` or `Sync` is compute or memory here.
+    for kernel in whole["kernels"].as_array().unwrap() {
+        let kernel_name = kernel["name"].as_str().unwrap();
+        let hta_type = hta["types_by_name"][kernel_name].as_str().unwrap();
+        let category = kernel["category"].as_str().unwrap();
+        if hta_type == "OTHER" {
+            assert!(["compute", "memory"].contains(&category), "{name}: {kernel_name}: {category}");
+        } else {
+            assert_eq!(category, category_of(hta_type), "{name}: {kernel_name}: tally's rule vs HTA's type");
+        }
+    }
+
+    // get_idle_time_breakdown: per stream, the gaps between consecutive
+    // kernels, copies and sets; host wait, kernel wait and other add up to
+    // the stream's envelope less its summed time.
+    let mut idle_by_stream: std::collections::BTreeMap<u64, f64> = std::collections::BTreeMap::new();
+    for row in hta["idle"].as_array().unwrap() {
+        *idle_by_stream.entry(u(&row["stream"])).or_default() += row["idle_us"].as_f64().unwrap();
+    }
+    let streams = device["streams"].as_array().unwrap();
+    assert_eq!(
+        streams.iter().map(|s| u(&s["stream_id"])).collect::<Vec<_>>(),
+        idle_by_stream.keys().copied().collect::<Vec<_>>(),
+        "{name}: streams"
+    );
+    for stream in streams {
+        let id = u(&stream["stream_id"]);
+        let span = u(&stream["envelope_end_ns"]) - u(&stream["envelope_start_ns"]);
+        let gaps = span as i128 - i128::from(u(&stream["summed_ns"]));
+        let (total, largest) = beside.slack(&format!("stream:{id}"));
+        let hta_us = idle_by_stream[&id];
+        let difference = gaps as f64 / 1000.0 - hta_us;
+        assert!(
+            difference.abs() <= total + 2.0 * largest + 1e-6 * hta_us.max(1.0),
+            "{name}: stream {id}: idle: tally {gaps} ns, HTA {hta_us} µs"
+        );
+    }
+    eprintln!(
+        "{name}: HTA kept {kept}/{of}; busy HTA {hta_busy} µs tally {busy} ns; compute HTA {} tally {compute}; \
+         overlap HTA {:?}% tally {:.3}%; idle HTA {} tally {}",
+        at("compute_time"),
+        hta["overlap_pctg"].as_f64(),
+        if communication > 0.0 { 100.0 * overlapped / communication } else { 0.0 },
+        at("idle_time"),
+        u(&device["idle"]["idle_ns"]),
+    );
 }
 
 #[test]

@@ -410,8 +410,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
             rows[0].note += "; reference: HTA TraceAnalysis load + get_temporal_breakdown, same file";
         }
         None => {
-            rows[0].note +=
-                "; HTA not installed (run `cargo xtask python-hta` or set TALLY_HTA_PYTHON)";
+            rows[0].note += "; HTA not installed (run `cargo xtask python-hta` or set TALLY_HTA_PYTHON)";
         }
     }
     for row in rows {

@@ -42,8 +42,10 @@ entry of `devices` is one device clock with at least
                              share_of_busy, min_ns, median_ns, max_ns}], by summed_ns
                              descending,
   streams                    [{stream_id, busy_ns, summed_ns, count, categories,
-                             overlap_ns, exposed_communication_ns, exposed_memory_ns}],
-  iterations                 with --by iteration, the same per iteration_ref.
+                             overlap_ns, exposed_communication_ns, exposed_memory_ns,
+                             envelope_start_ns, envelope_end_ns}],
+  iterations                 with --by iteration, the same per iteration_ref
+                             (without the envelope).
 Times are integer nanoseconds. Keys are never renamed; more may be added.
 
 Categories: communication (kernel name starting with nccl/rccl, any case, or an
