@@ -108,6 +108,13 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
                 .map(|s| (s["stream_id"].to_string(), s["busy_ns"].clone()))
                 .collect();
             assert_eq!(Value::Object(streams), expected["streams"], "{}", at("streams"));
+            let envelopes: serde_json::Map<String, Value> = device["streams"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| (s["stream_id"].to_string(), json!([s["envelope_start_ns"], s["envelope_end_ns"]])))
+                .collect();
+            assert_eq!(Value::Object(envelopes), expected["stream_envelopes"], "{}", at("stream envelopes"));
             communication_seen |= device["categories"]["communication"]["busy_ns"].as_u64().unwrap() > 0;
             // The JSON keys the issue fixes.
             for key in [

@@ -178,6 +178,8 @@ def main():
                                "max_ns": latencies[-1] if latencies else None},
             "kernels": kernel_rows,
             "streams": {str(stream): union(lst) for stream, lst in streams.items()},
+            "stream_envelopes": {str(stream): [min(start for start, _ in lst), max(end for _, end in lst)]
+                                 for stream, lst in streams.items()},
         }
     json.dump(result, sys.stdout)
 
