@@ -57,45 +57,93 @@
 //!
 //! # Beside HTA
 //!
-//! Holistic Trace Analysis answers some of these questions on Kineto traces;
-//! its figures differ from these where its definitions do (the tests on the
-//! real traces in `crates/tally-trace/tests/fixtures/kineto` check each
-//! point):
+//! Holistic Trace Analysis (HTA, 0.5.0) answers some of these questions on
+//! Kineto traces. `crates/tally/tests/breakdown.rs` runs its analyses live
+//! (`breakdown/hta_live.py`, on `TALLY_HTA_PYTHON`: `.venv-hta`, which
+//! `cargo xtask test` makes) on ten traces of
+//! `crates/tally-trace/tests/fixtures/kineto` and compares each figure
+//! with tally's over the same work: tally runs on a copy of the trace that
+//! holds only the kernels, copies and sets HTA kept, with HTA's kernel type
+//! of each name given as `--category-pattern`s. Over that selection, the
+//! figures agree exactly on whole-microsecond traces (sampled ranks 0 and
+//! 1, queue-length, diff-test, alexnet, inference) and within HTA's
+//! rounding elsewhere; the remaining differences are definitions:
 //!
-//! - **Float rounding.** HTA reads timestamps as float64 microseconds and
-//!   rounds fractional ones inward (start up, end down) to whole
-//!   microseconds, so its busy times are smaller wherever the trace writes
-//!   fractions; sums past 2^53 µs lose more (`hta_run_time_us` of the
-//!   `ns-resolution` trace is 1.8e19). tally keeps the decimal text exactly,
-//!   in nanoseconds.
-//! - **Step filtering.** HTA's `get_temporal_breakdown`,
-//!   `get_comm_comp_overlap` and `get_idle_time_breakdown` work on the GPU
-//!   events it keeps after filtering by ProfilerStep, and measure from the
-//!   first kernel to the last of what is kept (`hta_golden.json` records
-//!   0.5.0's temporal breakdown beside tally's figures, not compared); tally
-//!   measures all the measured work of the run, or of each iteration with
-//!   `--by iteration`, whose iterations are the ProfilerStep ranges the
-//!   import links launches to.
-//! - **Category rules.** HTA tells categories by the kernel's name alone:
-//!   communication when it contains `ncclKernel`, matches `^nccl.*Kernel`
-//!   or starts with `nccl` (or contains `gloo:`), by version; memory when it
-//!   starts with `Memcpy`, `Memset` (or `dma`). A version that looks for
-//!   `ncclKernel` calls NCCL 2.19's `ncclDevKernel_*` compute, which is the
-//!   "wrong overlap figures when NCCL kernel names change". HTA's GPU
-//!   selection is every event with a `stream` argument, `cuda_sync` events
-//!   included (`merged_busy_all_streams_us` in `hta_golden.json`), so
-//!   synchronisation waits read as GPU work; tally reads the activity kind
-//!   first (see [`crate::category`]), imports no `cuda_sync` events as
-//!   work, and counts a synchronisation's wait as idle time of its cause.
-//! - **Idle time causes.** HTA splits idle time into host wait, kernel wait
-//!   (gaps shorter than a threshold between kernels of a stream) and other,
-//!   per stream; tally splits the device's idle time by what the evidence
-//!   shows was happening on the host (a launch in flight, a
-//!   synchronisation, nothing launched), per device clock.
-//! - **Overlap ratio.** HTA's `comp_comm_overlap_pctg` is the share of
-//!   communication time overlapped by compute, per step; here that is
+//! - **Float rounding.** HTA reads timestamps as float64 microseconds and,
+//!   when any is fractional, rounds every event inward (`ceil(ts)`,
+//!   `floor(ts + dur)`), so each kernel loses up to 2 µs; a union or sum of
+//!   kernels is smaller by up to the sum of their losses, and the test
+//!   allows exactly that sum, computed from the decimal text. On
+//!   `nccl-distributed` (2516 kept events, 2515.9 µs of rounding in all)
+//!   HTA's compute time is 75 169 µs against tally's 76 935.828, exactly the
+//!   compute kernels' 1766.8 µs of rounding, and its overlap 14.31% against
+//!   tally's 14.76% over the same kernels (the many short compute kernels
+//!   under the collectives lose most). tally keeps the decimal text
+//!   exactly, in nanoseconds. Sums past 2^53 µs lose more
+//!   (`hta_run_time_us` of `ns-resolution` in `hta_golden.json`), though
+//!   `TraceAnalysis` itself shifts the trace to start at 0 first.
+//! - **Step filtering.** With two ProfilerStep names or more, HTA keeps the
+//!   GPU work whose launch call started before the last step began: the
+//!   steps but the last, plus any work launched before the first step.
+//!   tally measures all of the run (`nccl-distributed`: 3774 events against
+//!   HTA's 2516; sampled rank 0: 1204 against 602), or each iteration with
+//!   `--by iteration`; the test reproduces HTA's count from tally's
+//!   iterations (all but the last, plus at most the work launched outside
+//!   any). HTA measures its temporal breakdown from the first kept event to
+//!   the last (`kernel_time`), tally's idle time is inside its own envelope.
+//! - **Steps.** HTA gives a GPU event the step whose time range holds its
+//!   launch call on any process; tally a step of the launching process only
+//!   (`triton-single-kernel` records ProfilerStep#1 on another process than
+//!   the launch: HTA puts the kernel in step 1, tally in no iteration). HTA
+//!   gives no step to events on stream 0 (`rocm-mi250-train`: all 16; its
+//!   `add_iteration` looks at streams above 0). Elsewhere HTA's per-step
+//!   count, summed and merged busy time equal tally's per-iteration figures.
+//! - **Category rules.** HTA tells types by the kernel's name alone, with
+//!   case-sensitive regexes: communication when it matches
+//!   `^nccl.*Kernel`, memory when it starts with `Memcpy`, `Memset` or
+//!   `dma`, other (left out of its kernel tables and overlaps) when it
+//!   contains `Memcpy` or `Sync`, compute otherwise. On the ten traces
+//!   tally's own rule (name prefix `nccl`/`rccl`, then the activity kind)
+//!   gives every kernel HTA's type, except that a name HTA calls other
+//!   would be compute or memory here. (Newer HTA versions that look for
+//!   `ncclKernel` call NCCL 2.19's `ncclDevKernel_*` compute: the "wrong
+//!   overlap figures when NCCL kernel names change".)
+//! - **What counts as GPU work.** HTA's analyses take every event with a
+//!   `stream` argument: `cuda_sync` events (`alexnet-cuda-sync`: 41, whose
+//!   `Stream Wait Event`s it calls compute, so its compute time is 10 637 µs
+//!   against tally's 10 630, its busy time 66 327 against 66 141) and CPU ops
+//!   that carry a stream (`triton-single-kernel`: a 94 µs `cpu_op` named
+//!   after the kernel, so HTA's busy time is 94 µs against the kernel's
+//!   1.76). tally measures kernels, copies and sets only and counts a
+//!   synchronisation's wait as idle time of its cause.
+//! - **Kernel breakdown.** `get_gpu_kernel_breakdown`'s table (with no
+//!   grouping into "others") has per name the sum, min, max and mean of
+//!   HTA's durations: tally's `kernels` rows, count, summed, min and max,
+//!   within each kernel's rounding. Its kernel-type table is the time of
+//!   each exact set of types ("COMPUTATION overlapping COMMUNICATION"): the
+//!   sets holding both compute and communication add up to
+//!   `overlap_ns["communication&compute"]`, those with communication but no
+//!   compute to `exposed_communication_ns`, and so on for every category
+//!   busy time and overlap.
+//! - **Overlap ratio.** `get_comm_comp_overlap`'s `comp_comm_overlap_pctg`
+//!   is the share of communication time overlapped by compute over HTA's
+//!   selection, rounded to 0.01%: here
 //!   `overlap_ns["communication&compute"] / categories.communication.busy_ns`
-//!   over the whole run (or per iteration).
+//!   (sampled rank 0: 11.81% both; over the whole run tally's is 14.95%).
+//! - **Idle time causes.** `get_idle_time_breakdown` works per stream: the
+//!   gap before each kernel, copy or set is host wait when its launch call
+//!   started after the previous one ended, else kernel wait when shorter
+//!   than 30 µs (`consecutive_kernel_delay`, documented as nanoseconds but
+//!   compared with microseconds), else other. Its three add up to the
+//!   stream's envelope less its summed time (`streams[].envelope_start_ns`,
+//!   `envelope_end_ns`, `summed_ns`), which the test checks stream by
+//!   stream. tally splits the device's idle time instead (the gaps in the
+//!   union of all streams), instant by instant by what the host was doing
+//!   (a launch in flight, a synchronisation, nothing launched), not gap by
+//!   gap: on sampled rank 0, over HTA's selection, HTA's stream 7 has
+//!   213 825 µs of host wait, 1985 of kernel wait and 261 740 of other,
+//!   while the device was idle 321 378 µs, 205 492 of them with a launch
+//!   queued and 115 886 host-bound.
 
 use serde::{Deserialize, Serialize};
 use tally_core::interval::{LabelCoverage, LabelSweep, UnionSweep, sort_by_start};
