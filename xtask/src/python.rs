@@ -81,7 +81,7 @@ pub(crate) fn status(command: &mut Command, what: &str) -> anyhow::Result<()> {
 /// abi3 wheel with maturin, into `target/wheels`, and installs it into the
 /// venv of `python`; cargo's incremental build makes a rebuild of an
 /// unchanged tree take seconds.
-pub(crate) fn install_package(python: &std::path::Path) -> anyhow::Result<()> {
+pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
     let root = workspace_root();
     let wheels = root.join("target/wheels");
     // Only this build's wheel may be installed.
