@@ -63,6 +63,7 @@
 //!   same as stormlog's.
 
 mod borrowing;
+mod event_ids;
 mod evidence;
 mod fingerprint;
 mod hash;

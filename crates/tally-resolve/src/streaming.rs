@@ -20,6 +20,7 @@ use std::hash::Hasher;
 use tally_core::view::RefView;
 use tally_core::{ActivityDomain, BusyIntervals, ClockKind, CorrelationContext, EntityRef, Interval};
 
+use crate::event_ids::EventIds;
 use crate::evidence::{ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
 use crate::prepare::{Busy, PreparedActivity, PreparedBatch, PreparedBody, PreparedEvent};
 use crate::{
@@ -157,30 +158,6 @@ impl<T> Chunked<T> {
 
     fn iter(&self) -> impl Iterator<Item = &T> + '_ {
         self.chunks.iter().flatten()
-    }
-}
-
-/// Strings appended one after another, each named by its position.
-#[derive(Debug, Default)]
-struct Arena {
-    bytes: String,
-    ends: Vec<u32>,
-}
-
-impl Arena {
-    fn push(&mut self, text: &str) -> u32 {
-        self.bytes.push_str(text);
-        // An arena past 4 GiB of event IDs would need 50 million events of
-        // 80-byte IDs; saturate rather than wrap (the ID then reads short).
-        self.ends.push(u32::try_from(self.bytes.len()).unwrap_or(u32::MAX));
-        (self.ends.len() - 1) as u32
-    }
-
-    fn get(&self, handle: u32) -> &str {
-        let handle = handle as usize;
-        let start = if handle == 0 { 0 } else { self.ends[handle - 1] as usize };
-        let end = self.ends[handle] as usize;
-        self.bytes.get(start..end).unwrap_or_default()
     }
 }
 
@@ -431,7 +408,7 @@ pub struct StreamingResolver {
     /// Row `i` labels activity row `i`, when `keep_labels`.
     activity_labels: Chunked<ActivityLabels>,
     scopes: Refs,
-    event_ids: Arena,
+    event_ids: EventIds,
     requests: FastHashMap<(u32, u32), u32>,
     request_rows: Vec<Held>,
     request_slots: Vec<u32>,
@@ -890,6 +867,8 @@ impl StreamingResolver {
                 reference(b).id(),
             ))
         });
+        let unresolved_ids: Vec<Box<str>> =
+            missing.iter().map(|item| event_ids.get(item.event_id).to_text().into_boxed_str()).collect();
         let counts = TableCounts {
             requests: self.request_rows.len(),
             iterations: self.iteration_rows.len(),
@@ -905,7 +884,7 @@ impl StreamingResolver {
             request_refs: self.request_refs.refs,
             attempt_refs: self.attempt_refs.refs,
             iteration_refs: self.iteration_refs.refs,
-            event_ids: self.event_ids,
+            unresolved_ids,
             iteration_of_slot,
             iteration_rows: self.iteration_rows,
             membership_rows: self.membership_rows,
@@ -952,12 +931,12 @@ fn keep_smallest(
     held: &mut Held,
     new: Held,
     event_id: &str,
-    event_ids: &mut Arena,
+    event_ids: &mut EventIds,
 ) -> Result<(), ResolveError> {
     if held.fingerprint != new.fingerprint {
         return Err(ResolveError::ConflictingEntityIdentity { record: new.record, earlier: held.record });
     }
-    if event_id < event_ids.get(held.event_id) {
+    if event_ids.get(held.event_id).cmp_text(event_id) == std::cmp::Ordering::Greater {
         *held = Held { event_id: event_ids.push(event_id), ..new };
     }
     Ok(())
@@ -973,7 +952,8 @@ pub struct StreamedRun {
     request_refs: Vec<Arc<EntityRef>>,
     attempt_refs: Vec<Arc<EntityRef>>,
     iteration_refs: Vec<Arc<EntityRef>>,
-    event_ids: Arena,
+    /// The event ID of each of `missing`, in its order.
+    unresolved_ids: Vec<Box<str>>,
     iteration_of_slot: Vec<u32>,
     iteration_rows: Vec<IterationRow>,
     membership_rows: Vec<MembershipRow>,
@@ -1076,8 +1056,8 @@ impl ResolvedEvidence for StreamedRun {
     }
 
     fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_ {
-        self.missing.iter().map(|item| UnresolvedReference {
-            event_id: self.event_ids.get(item.event_id),
+        self.missing.iter().zip(&self.unresolved_ids).map(|(item, event_id)| UnresolvedReference {
+            event_id,
             kind: item.kind,
             reference: match item.kind {
                 ReferenceKind::Request => &self.request_refs[item.slot as usize],
