@@ -21,7 +21,7 @@ use tally_core::{
 
 use tally_core::interval::{UnionSweep, merge_intervals};
 
-use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, SpanScope, ThreadKeys};
+use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, Rows, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
 use crate::{Detail, ImportOptions, ranges};
 
@@ -153,8 +153,8 @@ struct LaunchIndex {
 }
 
 impl LaunchIndex {
-    fn new(collected: &Collected) -> Self {
-        let per_process = collected.gpu.iter().any(|row| row.pid != NONE_U64);
+    fn new(collected: &Collected, gpu: &Rows<GpuEvent>) -> Self {
+        let per_process = gpu.iter().any(|row| row.pid != NONE_U64);
         let runtime = &collected.runtime;
         let mut order: Vec<u32> =
             (0..runtime.len() as u32).filter(|&index| runtime[index as usize].correlation != 0).collect();
@@ -229,11 +229,10 @@ struct DeviceFigures {
 /// a row, not a copy of the intervals): the union of the events, and the
 /// union of the events with the spans of multi-event launch records.
 fn device_figures(
-    collected: &Collected,
+    gpu: &Rows<GpuEvent>,
     mut group_spans: Vec<((u64, u32), u64, u64)>,
 ) -> BTreeMap<(u64, u32), DeviceFigures> {
     // Sums are u128 here; they are checked where they are written.
-    let gpu = &collected.gpu;
     let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
     order.sort_unstable_by_key(|&index| {
         let row = &gpu[index as usize];
@@ -285,6 +284,10 @@ pub(crate) struct FileOutcome {
 
 struct Builder<'a> {
     collected: &'a Collected,
+    /// The GPU rows, moved out of `collected` so that they can be freed
+    /// once their records are built, before the runtime calls' records
+    /// grow the consumer's tables: the peak is then one table, not both.
+    gpu: Rows<GpuEvent>,
     info: &'a TraceInfo,
     file: &'a FileIdentity,
     options: &'a ImportOptions,
@@ -299,7 +302,7 @@ struct Builder<'a> {
 }
 
 pub(crate) fn build(
-    collected: &Collected,
+    collected: &mut Collected,
     info: &TraceInfo,
     file: &FileIdentity,
     options: &ImportOptions,
@@ -309,8 +312,10 @@ pub(crate) fn build(
     let host = info.host.as_deref().unwrap_or("unknown-host");
     let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
     let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
+    let gpu = std::mem::take(&mut collected.gpu);
     let mut builder = Builder {
         collected,
+        gpu,
         info,
         file,
         options,
@@ -450,8 +455,9 @@ impl Builder<'_> {
         };
         let runtime_links: Vec<Link> =
             collected.runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
-        let launches = LaunchIndex::new(collected);
-        if !collected.gpu.is_empty() {
+        let gpu = std::mem::take(&mut self.gpu);
+        let launches = LaunchIndex::new(collected, &gpu);
+        if !gpu.is_empty() {
             self.emit_alignment()?;
         }
         let mut devices: BTreeMap<(u64, u32), DeviceTally> = BTreeMap::new();
@@ -461,10 +467,10 @@ impl Builder<'_> {
         // Spans of launch records that hold several events, by device: with
         // the events themselves, they make the summary's launch span.
         let mut group_spans: Vec<((u64, u32), u64, u64)> = Vec::new();
-        let (order, runs) = groups(collected, self.options.detail);
+        let (order, runs) = groups(&gpu, self.options.detail);
         for &(position, length) in &runs {
             let group = &order[position as usize..(position + length) as usize];
-            let members: Vec<GpuEvent> = group.iter().map(|&index| collected.gpu[index as usize]).collect();
+            let members: Vec<GpuEvent> = group.iter().map(|&index| gpu[index as usize]).collect();
             let first = members[0];
             let launch = launches.launch(collected, &first);
             let link = match launch {
@@ -499,7 +505,11 @@ impl Builder<'_> {
                 group_spans.push((device_key, start, end));
             }
         }
-        drop((order, runs));
+        drop((order, runs, launches));
+        let figures = device_figures(&gpu, group_spans);
+        let capabilities = self.capabilities(&gpu);
+        let gpu_events = gpu.len();
+        drop(gpu);
         let mut runtime_unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
         for (index, row) in collected.runtime.iter().enumerate() {
             let link = runtime_links[index];
@@ -508,7 +518,6 @@ impl Builder<'_> {
             }
             self.emit_runtime(row, link, &iterations)?;
         }
-        let figures = device_figures(collected, group_spans);
         if let Some(((pid, device), too_large)) =
             figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
         {
@@ -519,6 +528,7 @@ impl Builder<'_> {
         }
         let summary = self.summary(SummaryParts {
             iterations: iterations.len(),
+            gpu_events,
             devices,
             figures,
             linked_events,
@@ -526,7 +536,7 @@ impl Builder<'_> {
             runtime_unresolved,
             graph_events,
         });
-        Ok(FileOutcome { summary, collected: self.capabilities(), events: self.events })
+        Ok(FileOutcome { summary, collected: capabilities, events: self.events })
     }
 
     /// The device's name: Nsight's for the GPU its UUID names, else the
@@ -747,8 +757,7 @@ impl Builder<'_> {
         self.emit(event)
     }
 
-    fn capabilities(&self) -> BTreeSet<&'static str> {
-        let gpu = &self.collected.gpu;
+    fn capabilities(&self, gpu: &Rows<GpuEvent>) -> BTreeSet<&'static str> {
         let found = [
             !gpu.is_empty(),
             gpu.iter().any(|row| row.correlation != 0),
@@ -762,8 +771,16 @@ impl Builder<'_> {
     fn summary(&self, parts: SummaryParts) -> Map<String, Value> {
         let collected = self.collected;
         let info = self.info;
-        let processes: BTreeSet<u64> =
-            collected.runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)).collect();
+        // Inserted one by one: a set collected from the rows would first
+        // gather every row's pid (megabytes for a large trace) to sort them.
+        let mut processes: BTreeSet<u64> = BTreeSet::new();
+        let mut last = None;
+        for pid in collected.runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)) {
+            if last != Some(pid) {
+                processes.insert(pid);
+                last = Some(pid);
+            }
+        }
         let mut devices = Map::new();
         for ((pid, device), tally) in parts.devices {
             let key = match (ThreadKeys::as_number(pid), device) {
@@ -810,7 +827,7 @@ impl Builder<'_> {
         put("backend_version", json!(info.backend_version));
         put("base_time_ns", Value::from(info.base_ns));
         put("trace_events", Value::from(collected.events_read));
-        put("gpu_events", Value::from(collected.gpu.len()));
+        put("gpu_events", Value::from(parts.gpu_events));
         put("runtime_calls", Value::from(collected.runtime.len()));
         put("iterations", Value::from(parts.iterations));
         put("activity_records", Value::from(self.activity_count));
@@ -836,6 +853,7 @@ impl Builder<'_> {
 
 struct SummaryParts {
     iterations: usize,
+    gpu_events: usize,
     devices: BTreeMap<(u64, u32), DeviceTally>,
     figures: BTreeMap<(u64, u32), DeviceFigures>,
     linked_events: u64,
@@ -873,14 +891,14 @@ fn span_lists(
 /// GPU rows grouped into records, in order of first appearance (stormlog's
 /// dict order): per launch, device and kind, or one per event. Returned flat:
 /// the row order, and each group as a range of it.
-fn groups(collected: &Collected, detail: Detail) -> (Vec<u32>, Vec<(u32, u32)>) {
-    let count = collected.gpu.len() as u32;
+fn groups(gpu: &Rows<GpuEvent>, detail: Detail) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let count = gpu.len() as u32;
     let mut order: Vec<u32> = (0..count).collect();
     if detail == Detail::Kernel {
         return (order, (0..count).map(|index| (index, 1)).collect());
     }
     let key = |index: u32| {
-        let row = &collected.gpu[index as usize];
+        let row = &gpu[index as usize];
         // Rows without a correlation stay alone, like stormlog's
         // ("uncorrelated", index) key.
         let launch = if row.correlation == 0 { (1, u64::from(index)) } else { (0, row.correlation) };

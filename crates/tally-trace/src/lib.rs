@@ -582,7 +582,7 @@ pub(crate) fn import_file(
             kineto_info(header, &collected)
         }
     };
-    build::build(&collected, &info, &file, options, &uuids, sink).map_err(fail)
+    build::build(&mut collected, &info, &file, options, &uuids, sink).map_err(fail)
 }
 
 /// What a Kineto header says, in the terms of [`TraceInfo`].
