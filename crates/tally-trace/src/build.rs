@@ -21,7 +21,7 @@ use tally_core::{
 
 use tally_core::interval::{UnionSweep, merge_intervals};
 
-use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, Rows, SpanScope, ThreadKeys};
+use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
 use crate::{Detail, ImportOptions, ranges};
 
@@ -153,9 +153,8 @@ struct LaunchIndex {
 }
 
 impl LaunchIndex {
-    fn new(collected: &Collected, gpu: &Rows<GpuEvent>) -> Self {
+    fn new(runtime: &Rows<RuntimeRow>, gpu: &Rows<GpuEvent>) -> Self {
         let per_process = gpu.iter().any(|row| row.pid != NONE_U64);
-        let runtime = &collected.runtime;
         let mut order: Vec<u32> =
             (0..runtime.len() as u32).filter(|&index| runtime[index as usize].correlation != 0).collect();
         let key = |index: u32| {
@@ -167,11 +166,10 @@ impl LaunchIndex {
     }
 
     /// The runtime call that launched `row`: `Ok(index)`, or why none.
-    fn launch(&self, collected: &Collected, row: &GpuEvent) -> Result<u32, Unlinked> {
+    fn launch(&self, runtime: &Rows<RuntimeRow>, row: &GpuEvent) -> Result<u32, Unlinked> {
         if row.correlation == 0 {
             return Err(Unlinked::NoLaunch);
         }
-        let runtime = &collected.runtime;
         let process = if self.per_process { row.pid } else { 0 };
         let key = |index: u32| {
             let call = &runtime[index as usize];
@@ -288,6 +286,9 @@ struct Builder<'a> {
     /// once their records are built, before the runtime calls' records
     /// grow the consumer's tables: the peak is then one table, not both.
     gpu: Rows<GpuEvent>,
+    /// The runtime rows, likewise moved out: read block by block as their
+    /// records are built, each block freed once read.
+    runtime: Rows<RuntimeRow>,
     info: &'a TraceInfo,
     file: &'a FileIdentity,
     options: &'a ImportOptions,
@@ -313,9 +314,11 @@ pub(crate) fn build(
     let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
     let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
     let gpu = std::mem::take(&mut collected.gpu);
+    let runtime = std::mem::take(&mut collected.runtime);
     let mut builder = Builder {
         collected,
         gpu,
+        runtime,
         info,
         file,
         options,
@@ -431,6 +434,7 @@ impl Builder<'_> {
 
     fn run(&mut self) -> Result<FileOutcome, TraceErrorKind> {
         let collected = self.collected;
+        let runtime = std::mem::take(&mut self.runtime);
         let (iterations, span_iteration) = self.iterations()?;
         self.emit_iterations(&iterations, &span_iteration)?;
         let (process_spans, thread_spans) = span_lists(collected, &span_iteration);
@@ -454,9 +458,9 @@ impl Builder<'_> {
             }
         };
         let runtime_links: Vec<Link> =
-            collected.runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
+            runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
         let gpu = std::mem::take(&mut self.gpu);
-        let launches = LaunchIndex::new(collected, &gpu);
+        let launches = LaunchIndex::new(&runtime, &gpu);
         if !gpu.is_empty() {
             self.emit_alignment()?;
         }
@@ -472,13 +476,13 @@ impl Builder<'_> {
             let group = &order[position as usize..(position + length) as usize];
             let members: Vec<GpuEvent> = group.iter().map(|&index| gpu[index as usize]).collect();
             let first = members[0];
-            let launch = launches.launch(collected, &first);
+            let launch = launches.launch(&runtime, &first);
             let link = match launch {
                 Ok(index) => runtime_links[index as usize],
                 Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
                 Err(_) => NO_LAUNCH,
             };
-            let launch_row = launch.ok().map(|index| collected.runtime[index as usize]);
+            let launch_row = launch.ok().map(|index| runtime[index as usize]);
             match unlinked(link) {
                 None => linked_events += members.len() as u64,
                 Some(reason) => *unresolved.entry(reason.gpu_reason()).or_default() += members.len() as u64,
@@ -511,12 +515,14 @@ impl Builder<'_> {
         let gpu_events = gpu.len();
         drop(gpu);
         let mut runtime_unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
-        for (index, row) in collected.runtime.iter().enumerate() {
+        let processes = processes(&runtime);
+        let runtime_calls = runtime.len();
+        for (index, row) in runtime.into_rows().enumerate() {
             let link = runtime_links[index];
             if let Some(reason) = unlinked(link) {
                 *runtime_unresolved.entry(reason.runtime_reason()).or_default() += 1;
             }
-            self.emit_runtime(row, link, &iterations)?;
+            self.emit_runtime(&row, link, &iterations)?;
         }
         if let Some(((pid, device), too_large)) =
             figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
@@ -529,6 +535,8 @@ impl Builder<'_> {
         let summary = self.summary(SummaryParts {
             iterations: iterations.len(),
             gpu_events,
+            runtime_calls,
+            processes,
             devices,
             figures,
             linked_events,
@@ -728,7 +736,7 @@ impl Builder<'_> {
 
     fn emit_runtime(
         &mut self,
-        row: &crate::collect::RuntimeRow,
+        row: &RuntimeRow,
         link: Link,
         iterations: &[EntityRef],
     ) -> Result<(), TraceErrorKind> {
@@ -771,16 +779,7 @@ impl Builder<'_> {
     fn summary(&self, parts: SummaryParts) -> Map<String, Value> {
         let collected = self.collected;
         let info = self.info;
-        // Inserted one by one: a set collected from the rows would first
-        // gather every row's pid (megabytes for a large trace) to sort them.
-        let mut processes: BTreeSet<u64> = BTreeSet::new();
-        let mut last = None;
-        for pid in collected.runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)) {
-            if last != Some(pid) {
-                processes.insert(pid);
-                last = Some(pid);
-            }
-        }
+        let processes = &parts.processes;
         let mut devices = Map::new();
         for ((pid, device), tally) in parts.devices {
             let key = match (ThreadKeys::as_number(pid), device) {
@@ -828,7 +827,7 @@ impl Builder<'_> {
         put("base_time_ns", Value::from(info.base_ns));
         put("trace_events", Value::from(collected.events_read));
         put("gpu_events", Value::from(parts.gpu_events));
-        put("runtime_calls", Value::from(collected.runtime.len()));
+        put("runtime_calls", Value::from(parts.runtime_calls));
         put("iterations", Value::from(parts.iterations));
         put("activity_records", Value::from(self.activity_count));
         put("linked_gpu_events", Value::from(parts.linked_events));
@@ -851,9 +850,26 @@ impl Builder<'_> {
     }
 }
 
+/// The processes that made runtime calls, for the summary. Inserted one by
+/// one: a set collected from the rows would first gather every row's pid
+/// (megabytes for a large trace) to sort them.
+fn processes(runtime: &Rows<RuntimeRow>) -> BTreeSet<u64> {
+    let mut processes = BTreeSet::new();
+    let mut last = None;
+    for pid in runtime.iter().filter_map(|row| ThreadKeys::as_number(row.pid)) {
+        if last != Some(pid) {
+            processes.insert(pid);
+            last = Some(pid);
+        }
+    }
+    processes
+}
+
 struct SummaryParts {
     iterations: usize,
     gpu_events: usize,
+    runtime_calls: usize,
+    processes: BTreeSet<u64>,
     devices: BTreeMap<(u64, u32), DeviceTally>,
     figures: BTreeMap<(u64, u32), DeviceFigures>,
     linked_events: u64,

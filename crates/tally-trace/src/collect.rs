@@ -142,6 +142,11 @@ impl<T> Rows<T> {
     pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
         self.blocks.iter().flatten()
     }
+
+    /// The rows, by value; each block is freed as soon as it has been read.
+    pub(crate) fn into_rows(self) -> impl Iterator<Item = T> {
+        self.blocks.into_iter().flatten()
+    }
 }
 
 impl<T> Index<usize> for Rows<T> {
