@@ -31,11 +31,7 @@ const TAG_KEY: u8 = 16;
 const TAG_ARRAY_END: u8 = 17;
 const TAG_OBJECT_END: u8 = 18;
 
-#[inline]
-fn folded_multiply(a: u64, b: u64) -> u64 {
-    let product = u128::from(a) * u128::from(b);
-    (product as u64) ^ ((product >> 64) as u64)
-}
+use crate::fast_hash::folded_multiply;
 
 /// A 128-bit content hasher (not a cryptographic one: it keeps apart values
 /// that differ by accident, not by design).

@@ -45,6 +45,7 @@ mod context;
 pub mod document;
 mod error;
 mod event;
+pub mod fast_hash;
 mod fields;
 pub mod interval;
 mod json_eq;

@@ -1042,7 +1042,8 @@ fn finish_device<'a>(
     for run in items.chunk_by(|a, b| a.stream == b.stream) {
         if let Some(slot) = stream_coverage.get_mut(run[0].stream as usize) {
             let envelope = (run[0].start, run.iter().map(|item| item.end).max().unwrap_or(run[0].end));
-            *slot = Some((envelope, sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item))))));
+            *slot =
+                Some((envelope, sweep_sorted(run.iter().map(|item| (item.start, item.end, label(item))))));
         }
     }
     let mut iteration_figures: FastHashMap<u32, Figures> = FastHashMap::default();

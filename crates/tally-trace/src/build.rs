@@ -9,11 +9,12 @@
 //! alignment stating that the trace puts device and host timestamps on one
 //! timeline.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
+use tally_core::fast_hash::FastHashMap;
 use tally_core::{
     ActivityDomain, ActivityRef, ClockAlignment, ClockKind, CollectionMode, CorrelationContext,
     CorrelationEvent, EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
@@ -294,8 +295,8 @@ struct Builder<'a> {
     options: &'a ImportOptions,
     uuids: &'a BTreeMap<u32, String>,
     sink: &'a mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
-    contexts: HashMap<(u32, u64), Arc<CorrelationContext>>,
-    host_contexts: HashMap<u64, Arc<CorrelationContext>>,
+    contexts: FastHashMap<(u32, u64), Arc<CorrelationContext>>,
+    host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
     activity_count: u64,
     events: u64,
     device_clock_domain: NonEmptyString,
@@ -324,8 +325,8 @@ pub(crate) fn build(
         options,
         uuids,
         sink,
-        contexts: HashMap::new(),
-        host_contexts: HashMap::new(),
+        contexts: FastHashMap::default(),
+        host_contexts: FastHashMap::default(),
         activity_count: 0,
         events: 0,
         device_clock_domain,
@@ -562,8 +563,8 @@ impl Builder<'_> {
     /// file order, since two ranges are two iterations.
     fn iterations(&self) -> Result<(Vec<EntityRef>, Vec<u32>), TraceErrorKind> {
         let mut iterations: Vec<EntityRef> = Vec::new();
-        let mut by_ref: HashMap<EntityRef, u32> = HashMap::new();
-        let mut seen_names: HashMap<u32, u32> = HashMap::new();
+        let mut by_ref: FastHashMap<EntityRef, u32> = FastHashMap::default();
+        let mut seen_names: FastHashMap<u32, u32> = FastHashMap::default();
         let mut span_iteration = Vec::with_capacity(self.collected.spans.len());
         for span in &self.collected.spans {
             let name = self.collected.name(span.name);
@@ -890,9 +891,9 @@ fn static_text(text: &'static str) -> NonEmptyString {
 fn span_lists(
     collected: &Collected,
     span_iteration: &[u32],
-) -> (HashMap<u64, SpanList>, HashMap<(u64, u64), SpanList>) {
-    let mut process: HashMap<u64, SpanList> = HashMap::new();
-    let mut thread: HashMap<(u64, u64), SpanList> = HashMap::new();
+) -> (FastHashMap<u64, SpanList>, FastHashMap<(u64, u64), SpanList>) {
+    let mut process: FastHashMap<u64, SpanList> = FastHashMap::default();
+    let mut thread: FastHashMap<(u64, u64), SpanList> = FastHashMap::default();
     for (span, &iteration) in collected.spans.iter().zip(span_iteration) {
         let list = match span.scope {
             SpanScope::Process => process.entry(span.pid).or_default(),

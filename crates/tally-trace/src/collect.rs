@@ -5,8 +5,10 @@
 //! events from it is shared. A row is a few dozen bytes, so a trace's rows
 //! take a small fraction of its JSON text.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
 use std::ops::Index;
+use tally_core::fast_hash::FastHashMap;
 
 /// Sentinel for "not given" in the compact rows.
 pub(crate) const NONE_U64: u64 = u64::MAX;
@@ -160,7 +162,7 @@ impl<T> Index<usize> for Rows<T> {
 /// Interned strings: each distinct string is stored once.
 #[derive(Debug, Default)]
 pub(crate) struct Interner {
-    ids: HashMap<Box<str>, u32>,
+    ids: FastHashMap<Box<str>, u32>,
     strings: Vec<Box<str>>,
 }
 
