@@ -190,15 +190,24 @@ impl ContentHasher {
     /// A decoded JSON object, whatever its key order.
     pub fn json_map(&mut self, map: &Map<String, Value>) {
         self.json_object_start();
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
         // serde_json's map iterates sorted unless its preserve_order feature
         // is on somewhere in the build; either way the hash is of sorted keys.
-        if !entries.windows(2).all(|pair| pair[0].0 <= pair[1].0) {
+        // Sorted is what it is here, so the entries are sorted into a list
+        // only when they come out of order (every record's metadata is
+        // hashed, and the list was an allocation each).
+        let sorted = map.keys().zip(map.keys().skip(1)).all(|(a, b)| a <= b);
+        if sorted {
+            for (key, item) in map {
+                self.json_key(key);
+                self.json_value(item);
+            }
+        } else {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
             entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-        }
-        for (key, item) in entries {
-            self.json_key(key);
-            self.json_value(item);
+            for (key, item) in entries {
+                self.json_key(key);
+                self.json_value(item);
+            }
         }
         self.json_object_end(map.len());
     }

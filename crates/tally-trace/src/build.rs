@@ -177,8 +177,11 @@ impl LaunchIndex {
             (if self.per_process { call.pid } else { 0 }, call.correlation)
         };
         let first = self.order.partition_point(|&index| key(index) < (process, row.correlation));
-        let last = self.order.partition_point(|&index| key(index) <= (process, row.correlation));
-        let calls = &self.order[first..last];
+        // A correlation ID has one call or a few: walking them is cheaper
+        // than a second search over the whole index.
+        let count =
+            self.order[first..].iter().take_while(|&&index| key(index) == (process, row.correlation)).count();
+        let calls = &self.order[first..first + count];
         // Later calls win, as in stormlog's dict.
         let Some(&chosen) = calls.last() else {
             return Err(Unlinked::NoLaunch);
@@ -356,7 +359,13 @@ impl Builder<'_> {
     /// `<trace_key>/<count>`.
     fn next_activity_id(&mut self) -> Result<(EntityRef, NonEmptyString), TraceErrorKind> {
         self.activity_count += 1;
-        let id = NonEmptyString::new(format!("{}/{}", self.file.attachment_id, self.activity_count))?;
+        // Spelled by hand: `format!` costs more than the rest of the
+        // record's ID and reference together, once per record.
+        let mut id = String::with_capacity(self.file.attachment_id.len() + 21);
+        id.push_str(&self.file.attachment_id);
+        id.push('/');
+        push_decimal(&mut id, self.activity_count);
+        let id = NonEmptyString::new(id)?;
         Ok((EntityRef::from_parts(self.file.producer_id.clone(), id.clone()), id))
     }
 
@@ -880,6 +889,23 @@ struct SummaryParts {
 }
 
 /// A string known to be non-empty at compile time.
+/// Appends `value` in decimal.
+fn push_decimal(text: &mut String, mut value: u64) {
+    let mut digits = [0u8; 20];
+    let mut start = digits.len();
+    loop {
+        start -= 1;
+        digits[start] = b'0' + (value % 10) as u8;
+        value /= 10;
+        if value == 0 {
+            break;
+        }
+    }
+    for &digit in &digits[start..] {
+        text.push(char::from(digit));
+    }
+}
+
 fn static_text(text: &'static str) -> NonEmptyString {
     // Only called with non-empty literals.
     NonEmptyString::new(text).unwrap_or_else(|_| unreachable!("empty literal"))
