@@ -532,6 +532,8 @@ struct HostCalls<'a> {
     last_domain: Option<(&'a str, u32)>,
     /// Sorted by `(scope, correlation)`, one per pair: the earliest.
     launches: Vec<Launch>,
+    /// Where the last launch was found, where the next search starts.
+    last_launch: usize,
     syncs: Vec<SyncCall>,
 }
 
@@ -622,12 +624,40 @@ impl<'a> HostCalls<'a> {
         number
     }
 
-    fn launch(&self, scope: u32, correlation: u64) -> Option<&Launch> {
-        let index = self
-            .launches
-            .binary_search_by_key(&(scope, correlation), |launch| (launch.scope, launch.correlation))
-            .ok()?;
-        self.launches.get(index)
+    /// The launch of `(scope, correlation)`. GPU activities mostly come in
+    /// the order of their correlation IDs, so the search gallops out from
+    /// the last launch found before it bisects: a few probes near the last
+    /// hit instead of a search of the whole list.
+    fn launch(&mut self, scope: u32, correlation: u64) -> Option<Launch> {
+        let wanted = (scope, correlation);
+        let key = |launch: &Launch| (launch.scope, launch.correlation);
+        let launches = &self.launches;
+        let hint = self.last_launch.min(launches.len().saturating_sub(1));
+        let (low, high) = match launches.get(hint).map(key) {
+            None => return None,
+            Some(at) if at == wanted => return launches.get(hint).copied(),
+            Some(at) if at < wanted => {
+                let mut step = 1;
+                let mut low = hint + 1;
+                while low + step < launches.len() && key(&launches[low + step - 1]) < wanted {
+                    low += step;
+                    step *= 2;
+                }
+                (low, (low + step).min(launches.len()))
+            }
+            Some(_) => {
+                let mut step = 1;
+                let mut high = hint;
+                while high > step && key(&launches[high - step]) > wanted {
+                    high -= step;
+                    step *= 2;
+                }
+                (high.saturating_sub(step), high)
+            }
+        };
+        let index = low + launches[low..high].binary_search_by_key(&wanted, key).ok()?;
+        self.last_launch = index;
+        launches.get(index).copied()
     }
 }
 
@@ -1159,5 +1189,40 @@ fn finish_device<'a>(
         kernels: kernel_rows,
         streams: stream_rows,
         iterations,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// The galloping search finds what a plain search finds, whatever
+        /// the last hit was.
+        #[test]
+        fn launch_search_from_any_hint(
+            mut keys in proptest::collection::vec((0u32..3, 0u64..40), 0..60),
+            probes in proptest::collection::vec((0u32..4, 0u64..45), 1..30),
+        ) {
+            keys.sort_unstable();
+            keys.dedup();
+            let mut calls = HostCalls {
+                launches: keys
+                    .iter()
+                    .map(|&(scope, correlation)| Launch { scope, correlation, start: correlation, end: 0, domain: 0 })
+                    .collect(),
+                ..HostCalls::default()
+            };
+            for (scope, correlation) in probes {
+                let expected = keys.binary_search(&(scope, correlation)).is_ok();
+                let found = calls.launch(scope, correlation);
+                prop_assert_eq!(found.is_some(), expected);
+                if let Some(found) = found {
+                    prop_assert_eq!((found.scope, found.correlation), (scope, correlation));
+                }
+            }
+        }
     }
 }
