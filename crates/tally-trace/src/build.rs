@@ -302,6 +302,8 @@ struct Builder<'a> {
     host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
     activity_count: u64,
     events: u64,
+    /// The correlation scope last spelled, by process.
+    last_scope: Option<(u64, EntityRef)>,
     device_clock_domain: NonEmptyString,
     host_clock_domain: NonEmptyString,
 }
@@ -332,6 +334,7 @@ pub(crate) fn build(
         host_contexts: FastHashMap::default(),
         activity_count: 0,
         events: 0,
+        last_scope: None,
         device_clock_domain,
         host_clock_domain,
     };
@@ -657,16 +660,24 @@ impl Builder<'_> {
         self.emit(event)
     }
 
-    fn scope(&self, pid: u64) -> Result<Option<EntityRef>, TraceErrorKind> {
+    fn scope(&mut self, pid: u64) -> Result<Option<EntityRef>, TraceErrorKind> {
         if pid == NONE_U64 {
             return Ok(None);
+        }
+        // One per process, asked for by every record: spelled once.
+        if let Some((last, scope)) = &self.last_scope
+            && *last == pid
+        {
+            return Ok(Some(scope.clone()));
         }
         let process = match ThreadKeys::as_number(pid) {
             Some(number) => number.to_string(),
             None => self.collected.threads.to_json(pid).as_str().unwrap_or("unknown").to_owned(),
         };
         let id = NonEmptyString::new(format!("process/{process}"))?;
-        Ok(Some(EntityRef::from_parts(self.file.producer_id.clone(), id)))
+        let scope = EntityRef::from_parts(self.file.producer_id.clone(), id);
+        self.last_scope = Some((pid, scope.clone()));
+        Ok(Some(scope))
     }
 
     /// Emits one record for a launch group.
