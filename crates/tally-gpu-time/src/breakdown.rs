@@ -466,12 +466,30 @@ struct KernelWork {
 /// An activity's `activity_kind` and name.
 type KindAndName<'a> = (&'a str, Option<&'a str>);
 
+/// Where an activity's kind and name lie: address and length of each. The
+/// strings are borrowed from the evidence for the whole breakdown, so one
+/// spelling is one pair of contents throughout.
+type Spelling = (usize, usize, usize, usize);
+
+/// Entries of a device's [`DeviceWork::spelled`] at most.
+const MAX_SPELLINGS: usize = 1 << 12;
+
+fn spelling(kind: &str, name: Option<&str>) -> Spelling {
+    let (name_at, name_len) = name.map_or((0, 0), |name| (name.as_ptr() as usize, name.len()));
+    (kind.as_ptr() as usize, kind.len(), name_at, name_len)
+}
+
 #[derive(Debug)]
 struct DeviceWork<'a> {
     clock: DeviceClock<'a>,
     items: Vec<Item>,
     /// Rows by (kind, name), the evidence classified once...
     kernel_index: FastHashMap<KindAndName<'a>, (u32, Option<MemoryKind>)>,
+    /// The same rows by where the strings lie ([`spelling`]): a resolver
+    /// that interns names hands out one string per name, and four words
+    /// hash faster than a kernel's name of ~200 bytes. Bounded, as facts
+    /// with a string per activity would give every activity its own entry.
+    spelled: FastHashMap<Spelling, (u32, Option<MemoryKind>)>,
     /// ...and by what they are shown as, (name or kind, category): two kinds
     /// of one name and category are one row, whatever the record order.
     row_index: FastHashMap<(&'a str, Category), u32>,
@@ -731,6 +749,7 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                 clock,
                 items: Vec::new(),
                 kernel_index: FastHashMap::default(),
+                spelled: FastHashMap::default(),
                 row_index: FastHashMap::default(),
                 kernels: Vec::new(),
                 memory: MemoryKinds::default(),
@@ -748,8 +767,16 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
             (devices.len() - 1) as u32
         });
         let work = &mut devices[device as usize];
-        let (kernel, memory) = match work.kernel_index.get(&(activity.kind, activity.name)) {
-            Some(&known) => known,
+        let spelled = spelling(activity.kind, activity.name);
+        let known = work.spelled.get(&spelled).copied().or_else(|| {
+            let known = work.kernel_index.get(&(activity.kind, activity.name)).copied()?;
+            if work.spelled.len() < MAX_SPELLINGS {
+                work.spelled.insert(spelled, known);
+            }
+            Some(known)
+        });
+        let (kernel, memory) = match known {
+            Some(known) => known,
             None => {
                 let classified = options.rules.classify(activity.kind, activity.name);
                 let shown = activity.name.unwrap_or(activity.kind);
@@ -766,6 +793,9 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
                     });
                 }
                 work.kernel_index.insert((activity.kind, activity.name), (kernel, classified.memory));
+                if work.spelled.len() < MAX_SPELLINGS {
+                    work.spelled.insert(spelled, (kernel, classified.memory));
+                }
                 (kernel, classified.memory)
             }
         };

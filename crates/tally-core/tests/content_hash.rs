@@ -1,0 +1,49 @@
+//! ContentHasher's promises: values Python finds equal hash alike, and
+//! values that differ (short strings, long ones hashed by lanes, their
+//! lengths) hash apart.
+
+use proptest::prelude::*;
+use serde_json::{Value, json};
+use tally_core::{ContentHasher, metadata_hash};
+
+fn hash(value: &Value) -> u128 {
+    let mut hasher = ContentHasher::default();
+    hasher.json_value(value);
+    hasher.finish128()
+}
+
+proptest! {
+    /// Strings of any length around the long-string threshold and the
+    /// 32-byte steps: equal ones hash alike, a change anywhere (one byte,
+    /// one byte more or less) hashes apart.
+    #[test]
+    fn strings_hash_apart_when_they_differ(text in "[a-z0-9_:<>]{0,200}", at in any::<usize>(), byte in 0u8..128) {
+        prop_assert_eq!(hash(&json!(text)), hash(&json!(text.clone())));
+        let mut changed = text.clone().into_bytes();
+        if !changed.is_empty() {
+            let index = at % changed.len();
+            if changed[index] != byte {
+                changed[index] = byte;
+                let changed = String::from_utf8(changed).unwrap();
+                prop_assert_ne!(hash(&json!(text)), hash(&json!(changed)));
+            }
+        }
+        prop_assert_ne!(hash(&json!(text)), hash(&json!(format!("{text}x"))));
+        if let Some(shorter) = text.get(..text.len().saturating_sub(1)).filter(|_| !text.is_empty()) {
+            prop_assert_ne!(hash(&json!(text)), hash(&json!(shorter)));
+        }
+    }
+}
+
+#[test]
+fn python_equal_metadata_hashes_alike() {
+    let long =
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, T2, T3)";
+    let a = json!({"first_name": long, "event_count": 1, "ratio": 1.0});
+    let b = json!({"ratio": 1, "event_count": true, "first_name": long});
+    let (Value::Object(a), Value::Object(b)) = (a, b) else { unreachable!("objects above") };
+    assert_eq!(metadata_hash(&a), metadata_hash(&b));
+    let mut c = a.clone();
+    c.insert("first_name".into(), Value::from(format!("{long} ")));
+    assert_ne!(metadata_hash(&a), metadata_hash(&c));
+}
