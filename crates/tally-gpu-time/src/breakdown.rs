@@ -966,9 +966,12 @@ fn merge_by_start<'a>(
     })
 }
 
+/// `[start, end)` in nanoseconds.
+type Window = (u64, u64);
+
 /// The gaps between the busy periods of start-sorted items (empty items
 /// cover nothing), and the envelope: first start to last end.
-fn busy_gaps(items: &[Item]) -> (Vec<(u64, u64)>, Option<(u64, u64)>) {
+fn busy_gaps(items: &[Item]) -> (Vec<Window>, Option<Window>) {
     let mut gaps = Vec::new();
     let mut period: Option<(u64, u64)> = None;
     let mut first = None;
