@@ -114,18 +114,7 @@ pub fn write_number(out: &mut Vec<u8>, number: &Number) {
 /// Appends an unsigned integer.
 #[inline]
 pub fn write_u64(out: &mut Vec<u8>, value: u64) {
-    let mut buffer = [0u8; 20];
-    let mut at = buffer.len();
-    let mut rest = value;
-    loop {
-        at -= 1;
-        buffer[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&buffer[at..]);
+    out.extend_from_slice(tally_core::decimal::Decimal::new(value).as_bytes());
 }
 
 /// Appends a signed integer.

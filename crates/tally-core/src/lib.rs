@@ -42,6 +42,7 @@ pub mod arbitrary;
 mod busy_intervals;
 mod content_hash;
 mod context;
+pub mod decimal;
 pub mod document;
 mod error;
 mod event;

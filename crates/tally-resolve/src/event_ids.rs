@@ -13,6 +13,8 @@
 
 use std::cmp::Ordering;
 
+use tally_core::decimal::Decimal;
+
 use crate::FastHashMap;
 
 /// Set in an entry that holds a prefix number and a counter.
@@ -109,11 +111,12 @@ impl EventIds {
 impl StoredId<'_> {
     /// The ID's bytes: the text, or the prefix, a slash and the digits.
     fn bytes(self) -> impl Iterator<Item = u8> {
-        let (head, digits) = match self {
-            StoredId::Text(text) => (text, Digits::none()),
-            StoredId::Numbered(prefix, counter) => (prefix, Digits::of(counter)),
+        let (head, counter) = match self {
+            StoredId::Text(text) => (text, None),
+            StoredId::Numbered(prefix, counter) => (prefix, Some(counter)),
         };
-        head.bytes().chain(digits.bytes())
+        let tail = counter.map(|counter| std::iter::once(b'/').chain(Decimal::new(counter).into_bytes()));
+        head.bytes().chain(tail.into_iter().flatten())
     }
 
     /// Orders as the texts do.
@@ -152,38 +155,6 @@ impl Ord for StoredId<'_> {
             (StoredId::Text(a), StoredId::Text(b)) => a.cmp(b),
             (a, b) => a.bytes().cmp(b.bytes()),
         }
-    }
-}
-
-/// A slash and a counter's decimal digits, without allocating.
-struct Digits {
-    bytes: [u8; MAX_DIGITS + 8],
-    start: usize,
-}
-
-impl Digits {
-    fn none() -> Self {
-        Self { bytes: [0; MAX_DIGITS + 8], start: MAX_DIGITS + 8 }
-    }
-
-    fn of(mut counter: u64) -> Self {
-        let mut digits = Self::none();
-        loop {
-            digits.start -= 1;
-            digits.bytes[digits.start] = b'0' + (counter % 10) as u8;
-            counter /= 10;
-            if counter == 0 {
-                break;
-            }
-        }
-        digits.start -= 1;
-        digits.bytes[digits.start] = b'/';
-        digits
-    }
-
-    fn bytes(self) -> impl Iterator<Item = u8> {
-        let Digits { bytes, start } = self;
-        bytes.into_iter().skip(start)
     }
 }
 

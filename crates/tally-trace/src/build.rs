@@ -367,7 +367,7 @@ impl Builder<'_> {
         let mut id = String::with_capacity(self.file.attachment_id.len() + 21);
         id.push_str(&self.file.attachment_id);
         id.push('/');
-        push_decimal(&mut id, self.activity_count);
+        id.push_str(tally_core::decimal::Decimal::new(self.activity_count).as_str());
         let id = NonEmptyString::new(id)?;
         Ok((EntityRef::from_parts(self.file.producer_id.clone(), id.clone()), id))
     }
@@ -900,23 +900,6 @@ struct SummaryParts {
 }
 
 /// A string known to be non-empty at compile time.
-/// Appends `value` in decimal.
-fn push_decimal(text: &mut String, mut value: u64) {
-    let mut digits = [0u8; 20];
-    let mut start = digits.len();
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (value % 10) as u8;
-        value /= 10;
-        if value == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[start..] {
-        text.push(char::from(digit));
-    }
-}
-
 fn static_text(text: &'static str) -> NonEmptyString {
     // Only called with non-empty literals.
     NonEmptyString::new(text).unwrap_or_else(|_| unreachable!("empty literal"))
