@@ -286,13 +286,6 @@ pub(crate) struct FileOutcome {
 
 struct Builder<'a> {
     collected: &'a Collected,
-    /// The GPU rows, moved out of `collected` so that they can be freed
-    /// once their records are built, before the runtime calls' records
-    /// grow the consumer's tables: the peak is then one table, not both.
-    gpu: Rows<GpuEvent>,
-    /// The runtime rows, likewise moved out: read block by block as their
-    /// records are built, each block freed once read.
-    runtime: Rows<RuntimeRow>,
     info: &'a TraceInfo,
     file: &'a FileIdentity,
     options: &'a ImportOptions,
@@ -319,12 +312,15 @@ pub(crate) fn build(
     let host = info.host.as_deref().unwrap_or("unknown-host");
     let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
     let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
+    // The rows are moved out of `collected` and handed to `run` by value,
+    // so that the GPU rows are freed once their records are built (before
+    // the runtime calls' records grow the consumer's tables) and the runtime
+    // rows block by block as theirs are: the peak is then one table, not
+    // both.
     let gpu = std::mem::take(&mut collected.gpu);
     let runtime = std::mem::take(&mut collected.runtime);
     let mut builder = Builder {
         collected,
-        gpu,
-        runtime,
         info,
         file,
         options,
@@ -338,7 +334,7 @@ pub(crate) fn build(
         device_clock_domain,
         host_clock_domain,
     };
-    builder.run()
+    builder.run(gpu, runtime)
 }
 
 impl Builder<'_> {
@@ -445,9 +441,8 @@ impl Builder<'_> {
         Ok(context)
     }
 
-    fn run(&mut self) -> Result<FileOutcome, TraceErrorKind> {
+    fn run(&mut self, gpu: Rows<GpuEvent>, runtime: Rows<RuntimeRow>) -> Result<FileOutcome, TraceErrorKind> {
         let collected = self.collected;
-        let runtime = std::mem::take(&mut self.runtime);
         let (iterations, span_iteration) = self.iterations()?;
         self.emit_iterations(&iterations, &span_iteration)?;
         let (process_spans, thread_spans) = span_lists(collected, &span_iteration);
@@ -472,7 +467,6 @@ impl Builder<'_> {
         };
         let runtime_links: Vec<Link> =
             runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
-        let gpu = std::mem::take(&mut self.gpu);
         let launches = LaunchIndex::new(&runtime, &gpu);
         if !gpu.is_empty() {
             self.emit_alignment()?;
