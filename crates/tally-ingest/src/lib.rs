@@ -25,7 +25,7 @@ use tally_artifact::{ArtifactError, ErrorKind, LineSink, ReadOptions, read_event
 use tally_core::view::EventView;
 use tally_core::{InferenceRecord, NonEmptyString};
 use tally_resolve::{PreparedBatch, ResolveError, StreamedRun, StreamingResolver};
-use tally_trace::{ImportOptions, OpenedInput};
+use tally_trace::{ImportOptions, OpenedInput, TraceRecord};
 
 /// Why a run could not be read and resolved.
 #[derive(Debug)]
@@ -147,16 +147,18 @@ pub fn open_inputs(
 }
 
 /// The traces imported into one run, each record passed to `each` as soon
-/// as it is built, so none is kept; `each`'s error stops the import and is
-/// returned as it was.
+/// as it is built, so none is kept (a GPU event or runtime call by its
+/// parts: [`TraceRecord::view`] is what a resolver reads,
+/// [`TraceRecord::into_event`] the full event); `each`'s error stops the
+/// import and is returned as it was.
 pub fn for_each_trace_record<E: From<String>>(
     traces: Vec<OpenedInput>,
     options: &ImportOptions,
-    mut each: impl FnMut(InferenceRecord) -> Result<(), E>,
+    mut each: impl FnMut(TraceRecord<'_>) -> Result<(), E>,
 ) -> Result<(), E> {
     let mut refused: Option<E> = None;
-    let outcome = tally_trace::import_inputs(traces, options, &mut |event| {
-        each(InferenceRecord::Event(event)).map_err(|error| {
+    let outcome = tally_trace::import_records(traces, options, &mut |record| {
+        each(record).map_err(|error| {
             refused = Some(error);
             "stopped".into()
         })
@@ -277,7 +279,7 @@ pub fn resolve_inputs(
                 let mut batch = PreparedBatch::with_capacity(TRACE_BATCH);
                 let outcome = for_each_trace_record(std::mem::take(&mut traces), &import, |record| {
                     number += 1;
-                    batch.push_record(position(file, number), &record);
+                    batch.push(position(file, number), &record.view());
                     if batch.len() < TRACE_BATCH {
                         return Ok(());
                     }

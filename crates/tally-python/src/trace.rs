@@ -37,7 +37,7 @@ pub fn import_trace<'py>(
                 .map_err(PyValueError::new_err)?;
         let mut records = Vec::new();
         tally_ingest::for_each_trace_record(inputs, &options, |record| {
-            records.push(record);
+            records.push(InferenceRecord::Event(record.into_event().map_err(|error| error.to_string())?));
             Ok::<(), String>(())
         })
         .map_err(PyValueError::new_err)?;

@@ -16,14 +16,15 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 use tally_core::fast_hash::FastHashMap;
 use tally_core::{
-    ActivityDomain, ActivityRef, ClockAlignment, ClockKind, CollectionMode, CorrelationContext,
-    CorrelationEvent, EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
+    ActivityDomain, ClockAlignment, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent,
+    EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
 };
 
 use tally_core::interval::{UnionSweep, merge_intervals};
 
 use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
+use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 use crate::{Detail, ImportOptions, ranges};
 
 /// Launch APIs whose GPU work is a CUDA graph's.
@@ -290,15 +291,108 @@ struct Builder<'a> {
     file: &'a FileIdentity,
     options: &'a ImportOptions,
     uuids: &'a BTreeMap<u32, String>,
-    sink: &'a mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    sink: &'a mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
     contexts: FastHashMap<(u32, u64), Arc<CorrelationContext>>,
     host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
-    activity_count: u64,
     events: u64,
-    /// The correlation scope last spelled, by process.
-    last_scope: Option<(u64, EntityRef)>,
+    spelled: Spelled<'a>,
     device_clock_domain: NonEmptyString,
     host_clock_domain: NonEmptyString,
+}
+
+/// What consecutive activity records share, spelled once and lent to each
+/// record: its event ID's buffer and the last correlation scope.
+struct Spelled<'a> {
+    file: &'a FileIdentity,
+    activity_count: u64,
+    /// The last activity's event ID (and reference ID), spelled into one
+    /// buffer again and again.
+    activity_id: String,
+    /// The correlation scope last spelled, by process.
+    last_scope: Option<(u64, EntityRef)>,
+}
+
+impl Spelled<'_> {
+    /// Spells the next activity's event ID (also its reference's ID),
+    /// stormlog's `<trace_key>/<count>`, into `activity_id`.
+    fn next_activity_id(&mut self) {
+        self.activity_count += 1;
+        // Spelled by hand into a reused buffer: `format!` cost more than
+        // the rest of the record's ID and reference together.
+        self.activity_id.clear();
+        self.activity_id.push_str(&self.file.attachment_id);
+        self.activity_id.push('/');
+        self.activity_id.push_str(tally_core::decimal::Decimal::new(self.activity_count).as_str());
+    }
+
+    /// Spells the correlation scope of process `pid` into `last_scope`
+    /// unless it is there: one per process, asked for by every record.
+    fn spell_scope(&mut self, pid: u64, threads: &ThreadKeys) -> Result<(), TraceErrorKind> {
+        if pid == NONE_U64 || self.last_scope.as_ref().is_some_and(|(last, _)| *last == pid) {
+            return Ok(());
+        }
+        let process = match threads.id(pid) {
+            ThreadId::Number(number) => number.to_string(),
+            ThreadId::Text(text) => text.to_owned(),
+            ThreadId::Unknown => "unknown".to_owned(),
+        };
+        let id = NonEmptyString::new(format!("process/{process}"))?;
+        self.last_scope = Some((pid, EntityRef::from_parts(self.file.producer_id.clone(), id)));
+        Ok(())
+    }
+
+    /// The next activity of process `pid` (its ID and scope spelled first),
+    /// with what varies from one to the next.
+    fn activity<'r>(
+        &'r self,
+        context: &'r Arc<CorrelationContext>,
+        pid: u64,
+        what: ActivityParts<'r>,
+    ) -> ImportedActivity<'r> {
+        let ActivityParts {
+            kind,
+            domain,
+            iteration_ref,
+            cuda_correlation,
+            stream_id,
+            graph_id,
+            span,
+            metadata,
+        } = what;
+        ImportedActivity {
+            context,
+            producer_id: &self.file.producer_id,
+            event_id: &self.activity_id,
+            activity_kind: kind,
+            activity_domain: domain,
+            iteration_ref,
+            correlation_scope: self
+                .last_scope
+                .as_ref()
+                .filter(|(last, _)| pid != NONE_U64 && *last == pid)
+                .map(|(_, scope)| scope),
+            trace_attachment_id: &self.file.attachment_id,
+            // CUPTI never uses 0.
+            cuda_correlation_id: (cuda_correlation != 0).then_some(cuda_correlation),
+            stream_id,
+            graph_id,
+            span,
+            metadata,
+        }
+    }
+}
+
+/// What varies from one activity record to the next.
+struct ActivityParts<'r> {
+    kind: &'static str,
+    domain: ActivityDomain,
+    iteration_ref: Option<&'r EntityRef>,
+    /// 0 when absent.
+    cuda_correlation: u64,
+    stream_id: Option<u64>,
+    graph_id: Option<u64>,
+    span: Span,
+    metadata: ActivityMetadata<'r>,
 }
 
 pub(crate) fn build(
@@ -307,7 +401,7 @@ pub(crate) fn build(
     file: &FileIdentity,
     options: &ImportOptions,
     uuids: &BTreeMap<u32, String>,
-    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
 ) -> Result<FileOutcome, TraceErrorKind> {
     let host = info.host.as_deref().unwrap_or("unknown-host");
     let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
@@ -328,9 +422,8 @@ pub(crate) fn build(
         sink,
         contexts: FastHashMap::default(),
         host_contexts: FastHashMap::default(),
-        activity_count: 0,
         events: 0,
-        last_scope: None,
+        spelled: Spelled { file, activity_count: 0, activity_id: String::new(), last_scope: None },
         device_clock_domain,
         host_clock_domain,
     };
@@ -351,21 +444,7 @@ impl Builder<'_> {
 
     fn emit(&mut self, event: CorrelationEvent) -> Result<(), TraceErrorKind> {
         self.events += 1;
-        (self.sink)(event).map_err(TraceErrorKind::Sink)
-    }
-
-    /// The next activity's reference and event ID, stormlog's
-    /// `<trace_key>/<count>`.
-    fn next_activity_id(&mut self) -> Result<(EntityRef, NonEmptyString), TraceErrorKind> {
-        self.activity_count += 1;
-        // Spelled by hand: `format!` costs more than the rest of the
-        // record's ID and reference together, once per record.
-        let mut id = String::with_capacity(self.file.attachment_id.len() + 21);
-        id.push_str(&self.file.attachment_id);
-        id.push('/');
-        id.push_str(tally_core::decimal::Decimal::new(self.activity_count).as_str());
-        let id = NonEmptyString::new(id)?;
-        Ok((EntityRef::from_parts(self.file.producer_id.clone(), id.clone()), id))
+        (self.sink)(TraceRecord::Event(event)).map_err(TraceErrorKind::Sink)
     }
 
     fn context(&self, clock_domain: NonEmptyString, clock_kind: ClockKind, pid: u64) -> CorrelationContext {
@@ -614,7 +693,7 @@ impl Builder<'_> {
             let reference = iterations[iteration as usize].clone();
             let mut metadata = Map::new();
             metadata.insert("name".into(), Value::from(collected.name(span.name)));
-            metadata.insert("tid".into(), collected.threads.to_json(span.tid));
+            metadata.insert("tid".into(), collected.threads.id(span.tid).to_json());
             let event_id =
                 NonEmptyString::new(format!("{}/iteration:{}", self.file.attachment_id, reference.id()))?;
             let body = EventBody::Iteration(Iteration {
@@ -654,27 +733,8 @@ impl Builder<'_> {
         self.emit(event)
     }
 
-    fn scope(&mut self, pid: u64) -> Result<Option<EntityRef>, TraceErrorKind> {
-        if pid == NONE_U64 {
-            return Ok(None);
-        }
-        // One per process, asked for by every record: spelled once.
-        if let Some((last, scope)) = &self.last_scope
-            && *last == pid
-        {
-            return Ok(Some(scope.clone()));
-        }
-        let process = match ThreadKeys::as_number(pid) {
-            Some(number) => number.to_string(),
-            None => self.collected.threads.to_json(pid).as_str().unwrap_or("unknown").to_owned(),
-        };
-        let id = NonEmptyString::new(format!("process/{process}"))?;
-        let scope = EntityRef::from_parts(self.file.producer_id.clone(), id);
-        self.last_scope = Some((pid, scope.clone()));
-        Ok(Some(scope))
-    }
-
-    /// Emits one record for a launch group.
+    /// Emits one record for a launch group: by its parts when it holds one
+    /// GPU event (nearly always), built in full otherwise.
     fn emit_gpu_group(
         &mut self,
         members: &[GpuEvent],
@@ -687,34 +747,34 @@ impl Builder<'_> {
         let start = self.absolute(members.iter().map(|row| row.start).min().unwrap_or(first.start))?;
         let end = self.absolute(members.iter().map(|row| row.end).max().unwrap_or(first.end))?;
         let context = self.device_context(&first, pid)?;
-        let mut metadata = Map::new();
-        metadata.insert("event_count".into(), Value::from(members.len()));
         let summed: u128 = members.iter().map(|row| u128::from(row.end - row.start)).sum();
         let summed = u64::try_from(summed).map_err(|_| TraceErrorKind::SumOutOfRange {
             what: format!("the summed duration of the {} GPU events of one launch", members.len()),
             total_ns: summed,
         })?;
-        metadata.insert("summed_duration_ns".into(), Value::from(summed));
-        metadata.insert("first_name".into(), Value::from(self.collected.name(first.name)));
-        let device_index = if first.device == NONE_U32 { Value::Null } else { Value::from(first.device) };
-        metadata.insert("device_index".into(), device_index);
-        if let Some(name) = launch_name {
-            metadata.insert("launch_api".into(), Value::from(self.collected.name(name)));
-        }
-        if let Some(reason) = unlinked(link) {
-            metadata.insert("unresolved_reason".into(), Value::from(reason.gpu_reason()));
-        }
+        let collected = self.collected;
+        self.spelled.spell_scope(pid, &collected.threads)?;
+        self.spelled.next_activity_id();
+        let metadata = ActivityMetadata::Gpu {
+            event_count: members.len() as u64,
+            summed_duration_ns: summed,
+            first_name: collected.name(first.name),
+            device_index: (first.device != NONE_U32).then_some(first.device),
+            launch_api: launch_name.map(|name| collected.name(name)),
+            unresolved_reason: unlinked(link).map(Unlinked::gpu_reason),
+        };
         // One event (the common case) has one stream and one graph; a group
         // names them only when all its events share them.
         let (mut stream_id, mut graph_id) = (
             (first.stream != NONE_U64).then_some(first.stream),
             (first.graph_id != 0).then_some(first.graph_id),
         );
+        let mut extra = Map::new();
         if members.len() > 1 {
             let streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
             let named: Vec<u64> = streams.iter().copied().filter(|&stream| stream != NONE_U64).collect();
             if named.len() > 1 {
-                metadata.insert("streams".into(), Value::from(named));
+                extra.insert("streams".into(), Value::from(named));
             }
             if streams.len() > 1 {
                 stream_id = None;
@@ -728,25 +788,31 @@ impl Builder<'_> {
             let intervals: Vec<Value> =
                 merged.iter().map(|&(start, end)| json!([start - origin, end - start])).collect();
             let busy_ns: u64 = merged.iter().map(|&(start, end)| end - start).sum();
-            metadata.insert("intervals".into(), Value::Array(intervals));
-            metadata.insert("busy_ns".into(), Value::from(busy_ns));
+            extra.insert("intervals".into(), Value::Array(intervals));
+            extra.insert("busy_ns".into(), Value::from(busy_ns));
         }
-        let (activity_ref, event_id) = self.next_activity_id()?;
-        let body = EventBody::ActivityRef(ActivityRef {
-            activity_ref,
-            activity_kind: static_text(first.kind.activity_kind()),
-            activity_domain: ActivityDomain::Gpu,
-            iteration_ref: iterations.get(link as usize).cloned(),
-            correlation_scope: self.scope(pid)?,
-            trace_attachment_id: Some(self.file.attachment_id.clone()),
-            runtime_correlation_id: None,
-            cuda_correlation_id: (first.correlation != 0).then_some(first.correlation),
-            stream_id,
-            graph_id,
-            span: Span::new(Some(start), Some(end))?,
-        });
-        let event = CorrelationEvent::new(context, event_id, Metadata::new(metadata), body)?;
-        self.emit(event)
+        let span = Span::new(Some(start), Some(end))?;
+        let activity = self.spelled.activity(
+            &context,
+            pid,
+            ActivityParts {
+                kind: first.kind.activity_kind(),
+                domain: ActivityDomain::Gpu,
+                iteration_ref: iterations.get(link as usize),
+                cuda_correlation: first.correlation,
+                stream_id,
+                graph_id,
+                span,
+                metadata,
+            },
+        );
+        let record = if extra.is_empty() {
+            TraceRecord::Activity(activity)
+        } else {
+            TraceRecord::Event(activity.to_event_with(extra)?)
+        };
+        self.events += 1;
+        (self.sink)(record).map_err(TraceErrorKind::Sink)
     }
 
     fn emit_runtime(
@@ -755,29 +821,32 @@ impl Builder<'_> {
         link: Link,
         iterations: &[EntityRef],
     ) -> Result<(), TraceErrorKind> {
-        let mut metadata = Map::new();
-        metadata.insert("name".into(), Value::from(self.collected.name(row.name)));
-        metadata.insert("tid".into(), self.collected.threads.to_json(row.tid));
-        if let Some(reason) = unlinked(link) {
-            metadata.insert("unresolved_reason".into(), Value::from(reason.runtime_reason()));
-        }
-        let (activity_ref, event_id) = self.next_activity_id()?;
-        let body = EventBody::ActivityRef(ActivityRef {
-            activity_ref,
-            activity_kind: static_text(row.kind.activity_kind()),
-            activity_domain: ActivityDomain::Runtime,
-            iteration_ref: iterations.get(link as usize).cloned(),
-            correlation_scope: self.scope(row.pid)?,
-            trace_attachment_id: Some(self.file.attachment_id.clone()),
-            runtime_correlation_id: None,
-            cuda_correlation_id: (row.correlation != 0).then_some(row.correlation),
-            stream_id: None,
-            graph_id: None,
-            span: self.span(row.start, row.end)?,
-        });
-        let event =
-            CorrelationEvent::new(self.host_context(row.pid), event_id, Metadata::new(metadata), body)?;
-        self.emit(event)
+        let context = self.host_context(row.pid);
+        let span = self.span(row.start, row.end)?;
+        let collected = self.collected;
+        self.spelled.spell_scope(row.pid, &collected.threads)?;
+        self.spelled.next_activity_id();
+        let metadata = ActivityMetadata::Runtime {
+            name: collected.name(row.name),
+            tid: collected.threads.id(row.tid),
+            unresolved_reason: unlinked(link).map(Unlinked::runtime_reason),
+        };
+        let activity = self.spelled.activity(
+            &context,
+            row.pid,
+            ActivityParts {
+                kind: row.kind.activity_kind(),
+                domain: ActivityDomain::Runtime,
+                iteration_ref: iterations.get(link as usize),
+                cuda_correlation: row.correlation,
+                stream_id: None,
+                graph_id: None,
+                span,
+                metadata,
+            },
+        );
+        self.events += 1;
+        (self.sink)(TraceRecord::Activity(activity)).map_err(TraceErrorKind::Sink)
     }
 
     fn capabilities(&self, gpu: &Rows<GpuEvent>) -> BTreeSet<&'static str> {
@@ -844,7 +913,7 @@ impl Builder<'_> {
         put("gpu_events", Value::from(parts.gpu_events));
         put("runtime_calls", Value::from(parts.runtime_calls));
         put("iterations", Value::from(parts.iterations));
-        put("activity_records", Value::from(self.activity_count));
+        put("activity_records", Value::from(self.spelled.activity_count));
         put("linked_gpu_events", Value::from(parts.linked_events));
         put("unresolved_gpu_events", json!(parts.unresolved));
         put("unresolved_runtime_calls", json!(parts.runtime_unresolved));

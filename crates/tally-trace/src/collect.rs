@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::ops::Index;
 use tally_core::fast_hash::FastHashMap;
 
+use crate::record::ThreadId;
+
 /// Sentinel for "not given" in the compact rows.
 pub(crate) const NONE_U64: u64 = u64::MAX;
 pub(crate) const NONE_U32: u32 = u32::MAX;
@@ -208,14 +210,14 @@ impl ThreadKeys {
         (key < TEXT_KEY).then_some(key)
     }
 
-    /// The key as JSON, as the trace wrote it.
-    pub(crate) fn to_json(&self, key: u64) -> serde_json::Value {
+    /// The ID behind a key, as the trace wrote it.
+    pub(crate) fn id(&self, key: u64) -> ThreadId<'_> {
         match Self::as_number(key) {
-            Some(number) => serde_json::Value::from(number),
-            None => {
-                let text = u32::try_from(key & !TEXT_KEY).ok().and_then(|id| self.texts.get(id));
-                text.map_or(serde_json::Value::Null, serde_json::Value::from)
-            }
+            Some(number) => ThreadId::Number(number),
+            None => match u32::try_from(key & !TEXT_KEY).ok().and_then(|id| self.texts.get(id)) {
+                Some(text) => ThreadId::Text(text),
+                None => ThreadId::Unknown,
+            },
         }
     }
 }

@@ -89,6 +89,7 @@ mod kineto;
 mod nsys;
 mod parallel;
 mod ranges;
+mod record;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -119,6 +120,7 @@ pub use crate::error::{SinkError, TraceError, TraceErrorKind};
 
 pub use crate::nsys::split_global_id;
 pub use crate::ranges::{DEFAULT_ITERATION_PATTERN, ITERATION_RANGE_PREFIX, parse_iteration_range};
+pub use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 
 /// The producer of an import's own records (artifact identity, capabilities).
 pub const IMPORT_PRODUCER_ID: &str = "tally.trace.import";
@@ -431,6 +433,19 @@ pub fn import_inputs(
     options: &ImportOptions,
     sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
 ) -> Result<ImportSummary, TraceError> {
+    import_records(inputs, options, &mut |record| sink(record.into_event()?))
+}
+
+/// [`import_inputs`], each record passed as the import made it: one GPU
+/// event or runtime call by its parts ([`TraceRecord::Activity`]), whose
+/// [`TraceRecord::view`] a resolver reads without the full event being
+/// built; the rest built in full. The records are the same as
+/// [`import_inputs`]'s, in the same order.
+pub fn import_records(
+    inputs: Vec<OpenedInput>,
+    options: &ImportOptions,
+    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+) -> Result<ImportSummary, TraceError> {
     let paths: Vec<PathBuf> = inputs.iter().map(|input| input.path().to_path_buf()).collect();
     let first = paths.first().map_or_else(PathBuf::new, Clone::clone);
     let model = |error: tally_core::ValidationError| TraceError::new(&first, TraceErrorKind::Model(error));
@@ -447,7 +462,7 @@ pub fn import_inputs(
         }),
     )
     .map_err(model)?;
-    sink(identity).map_err(sink_error)?;
+    sink(TraceRecord::Event(identity)).map_err(sink_error)?;
     summary.events += 1;
     let mut collected_capabilities: BTreeSet<&'static str> = BTreeSet::new();
     let mut add = |outcome: build::FileOutcome| {
@@ -488,7 +503,7 @@ pub fn import_inputs(
         EventBody::Capabilities(capabilities),
     )
     .map_err(model)?;
-    sink(event).map_err(sink_error)?;
+    sink(TraceRecord::Event(event)).map_err(sink_error)?;
     summary.events += 1;
     Ok(summary)
 }
@@ -533,7 +548,7 @@ pub(crate) fn import_file(
     input: OpenedInput,
     paths: &[PathBuf],
     options: &ImportOptions,
-    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
 ) -> Result<build::FileOutcome, TraceError> {
     let path = &input.path().to_path_buf();
     let fail = |kind: TraceErrorKind| TraceError::new(path, kind);

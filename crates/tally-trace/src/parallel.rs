@@ -21,6 +21,7 @@ use tally_core::CorrelationEvent;
 
 use crate::build::FileOutcome;
 use crate::error::{SinkError, TraceError, TraceErrorKind};
+use crate::record::TraceRecord;
 use crate::{ImportOptions, OpenedInput, import_file};
 
 /// Records sent at once: large enough that the channel costs nothing per
@@ -45,7 +46,7 @@ pub(crate) fn import_files(
     paths: &[PathBuf],
     options: &ImportOptions,
     threads: usize,
-    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
     done: &mut dyn FnMut(FileOutcome),
 ) -> Result<(), TraceError> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -88,8 +89,10 @@ fn worker(
             return;
         };
         let mut batch = Vec::with_capacity(BATCH);
-        let mut send = |event: CorrelationEvent| -> Result<(), SinkError> {
-            batch.push(event);
+        // Records by their parts borrow the worker's tables, so each is
+        // built in full here, on the worker, to cross to the draining thread.
+        let mut send = |record: TraceRecord<'_>| -> Result<(), SinkError> {
+            batch.push(record.into_event()?);
             if batch.len() == BATCH {
                 let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
                 sender.send(Message::Records(full)).map_err(|_| "the import stopped")?;
@@ -109,7 +112,7 @@ fn worker(
 /// Passes each file's records on, file by file; stops at the first error.
 fn drain(
     receivers: Vec<(PathBuf, Receiver<Message>)>,
-    sink: &mut dyn FnMut(CorrelationEvent) -> Result<(), SinkError>,
+    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
     done: &mut dyn FnMut(FileOutcome),
 ) -> Result<(), TraceError> {
     for (path, receiver) in receivers {
@@ -118,7 +121,8 @@ fn drain(
                 Ok(Message::Records(records)) => {
                     for record in records {
                         // As a one-at-a-time import reports a refusing sink.
-                        sink(record).map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
+                        sink(TraceRecord::Event(record))
+                            .map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
                     }
                 }
                 Ok(Message::Done(outcome)) => {
