@@ -25,7 +25,7 @@ use tally_artifact::{ArtifactError, ErrorKind, LineSink, ReadOptions, read_event
 use tally_core::view::EventView;
 use tally_core::{InferenceRecord, NonEmptyString};
 use tally_resolve::{PreparedBatch, ResolveError, StreamedRun, StreamingResolver};
-use tally_trace::{ImportOptions, OpenedInput, TraceRecord};
+use tally_trace::{ImportOptions, OpenedInput, RecordBatcher, SinkError, TraceRecord};
 
 /// Why a run could not be read and resolved.
 #[derive(Debug)]
@@ -173,6 +173,30 @@ pub fn for_each_trace_record<E: From<String>>(
 /// Imported trace records resolved at a time.
 const TRACE_BATCH: usize = 512;
 
+/// An import's records, prepared for the resolver where they are imported.
+struct TracePreparing {
+    /// The import's place among the run's inputs.
+    file: usize,
+}
+
+impl RecordBatcher for TracePreparing {
+    type Batch = PreparedBatch;
+
+    fn batch(&self) -> PreparedBatch {
+        PreparedBatch::with_capacity(TRACE_BATCH)
+    }
+
+    fn add(
+        &self,
+        batch: &mut PreparedBatch,
+        number: u64,
+        record: TraceRecord<'_>,
+    ) -> Result<bool, SinkError> {
+        batch.push(position(self.file, number), &record.view());
+        Ok(batch.len() >= TRACE_BATCH)
+    }
+}
+
 /// Lines read per window: small windows keep the decoder's working set at a
 /// few megabytes, and are no slower.
 const WINDOW_BYTES: usize = 1 << 19;
@@ -271,35 +295,30 @@ pub fn resolve_inputs(
                 names.push(shown.join(" + "));
                 let file = names.len() - 1;
                 let import = (options.import)(&traces.iter().collect::<Vec<_>>()).map_err(RunError::Input)?;
-                let mut number = 0;
                 let mut rejected: Option<ResolveError> = None;
-                // Imported records are prepared as they come and resolved a
-                // batch at a time, as artifact windows are: the resolver
-                // touches a batch's table slots together.
-                let mut batch = PreparedBatch::with_capacity(TRACE_BATCH);
-                let outcome = for_each_trace_record(std::mem::take(&mut traces), &import, |record| {
-                    number += 1;
-                    batch.push(position(file, number), &record.view());
-                    if batch.len() < TRACE_BATCH {
-                        return Ok(());
-                    }
-                    let pushed = resolver.push_prepared(&batch);
-                    batch.clear();
-                    pushed.map_err(|error| {
-                        rejected = Some(error);
-                        String::from("resolution stopped")
-                    })
-                });
-                // The records imported before any import error came first,
-                // as when each was resolved as it came.
-                if rejected.is_none()
-                    && let Err(error) = resolver.push_prepared(&batch)
-                {
-                    rejected = Some(error);
-                }
+                // Imported records are prepared on the threads that import
+                // them and resolved a batch at a time, as artifact windows
+                // are: the resolver touches a batch's table slots together.
+                let batcher = TracePreparing { file };
+                let outcome = tally_trace::import_in_batches(
+                    std::mem::take(&mut traces),
+                    &import,
+                    &batcher,
+                    &mut |mut batch, before| {
+                        // Numbered in its trace; `before` records came
+                        // before the trace (positions' lines are the low
+                        // bits, far from full).
+                        batch.shift_records(before as usize);
+                        resolver.push_prepared(&batch).map_err(|error| {
+                            rejected = Some(error);
+                            "resolution stopped".into()
+                        })
+                    },
+                );
                 if let Some(error) = rejected {
                     return Err(locate(&names, error));
                 }
+                let outcome = outcome.map_err(|error| error.to_string());
                 outcome.map_err(RunError::Input)?;
                 continue;
             }

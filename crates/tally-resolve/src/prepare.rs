@@ -175,6 +175,16 @@ impl PreparedBatch {
         self.events.clear();
     }
 
+    /// Moves every event's position `by` further down the stream: for a
+    /// batch prepared before its place in the whole stream was known (a
+    /// trace's records numbered within the trace, on the thread importing
+    /// it).
+    pub fn shift_records(&mut self, by: usize) {
+        for event in &mut self.events {
+            event.record = event.record.saturating_add(by);
+        }
+    }
+
     /// Prepares the record at position `record` of the stream (a record
     /// that takes no part, such as a legacy one, adds nothing).
     pub fn push_record(&mut self, record: usize, item: &(impl AsCorrelationEvent + ?Sized)) {

@@ -119,6 +119,7 @@ pub use crate::detect::{
 pub use crate::error::{SinkError, TraceError, TraceErrorKind};
 
 pub use crate::nsys::split_global_id;
+pub use crate::parallel::RecordBatcher;
 pub use crate::ranges::{DEFAULT_ITERATION_PATTERN, ITERATION_RANGE_PREFIX, parse_iteration_range};
 pub use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 
@@ -440,11 +441,164 @@ pub fn import_inputs(
 /// event or runtime call by its parts ([`TraceRecord::Activity`]), whose
 /// [`TraceRecord::view`] a resolver reads without the full event being
 /// built; the rest built in full. The records are the same as
-/// [`import_inputs`]'s, in the same order.
+/// [`import_inputs`]'s, in the same order. Traces imported on several
+/// threads ([`ImportOptions::threads`]) arrive as full events: parts
+/// borrow their thread's tables.
 pub fn import_records(
     inputs: Vec<OpenedInput>,
     options: &ImportOptions,
     sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+) -> Result<ImportSummary, TraceError> {
+    import_delivered(inputs, options, &mut Records { sink })
+}
+
+/// [`import_records`] with the records turned into `batcher`'s batches on
+/// the threads that import them (each trace's on its own, when there are
+/// several threads), so that what the batcher does to a record (preparing
+/// it for a resolver, say) runs beside the import of other traces. `sink`
+/// gets the batches in the records' order, each with the number of
+/// records before its trace: a record's number in the whole import is that
+/// plus its number in its trace ([`RecordBatcher::add`]). The import's own
+/// first and last records come in batches of one.
+pub fn import_in_batches<R: RecordBatcher>(
+    inputs: Vec<OpenedInput>,
+    options: &ImportOptions,
+    batcher: &R,
+    sink: &mut dyn FnMut(R::Batch, u64) -> Result<(), SinkError>,
+) -> Result<ImportSummary, TraceError> {
+    import_delivered(inputs, options, &mut Batches { batcher, sink })
+}
+
+/// Where an import's records go: the import's own records one at a time,
+/// and the traces' as the delivery reads them.
+trait Delivery {
+    /// The import's own record, number `number` of the import.
+    fn own(&mut self, record: TraceRecord<'_>, number: u64) -> Result<(), SinkError>;
+
+    /// Imports the traces, `before` records having been delivered.
+    fn traces(
+        &mut self,
+        inputs: Vec<OpenedInput>,
+        paths: &[PathBuf],
+        options: &ImportOptions,
+        before: u64,
+        done: &mut dyn FnMut(build::FileOutcome),
+    ) -> Result<(), TraceError>;
+}
+
+/// Each record to a sink as it is built.
+struct Records<'s> {
+    sink: &'s mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+}
+
+/// Full events, the batches of [`Records`] across threads.
+struct FullEvents;
+
+/// Records per batch of full events: large enough that the channel costs
+/// nothing per record, small enough that a few batches are a few megabytes.
+const EVENT_BATCH: usize = 1024;
+
+impl RecordBatcher for FullEvents {
+    type Batch = Vec<CorrelationEvent>;
+
+    fn batch(&self) -> Self::Batch {
+        Vec::with_capacity(EVENT_BATCH)
+    }
+
+    fn add(&self, batch: &mut Self::Batch, _number: u64, record: TraceRecord<'_>) -> Result<bool, SinkError> {
+        batch.push(record.into_event()?);
+        Ok(batch.len() == EVENT_BATCH)
+    }
+}
+
+impl Delivery for Records<'_> {
+    fn own(&mut self, record: TraceRecord<'_>, _number: u64) -> Result<(), SinkError> {
+        (self.sink)(record)
+    }
+
+    fn traces(
+        &mut self,
+        inputs: Vec<OpenedInput>,
+        paths: &[PathBuf],
+        options: &ImportOptions,
+        _before: u64,
+        done: &mut dyn FnMut(build::FileOutcome),
+    ) -> Result<(), TraceError> {
+        // One trace is read on this thread: handing its records to another
+        // costs more CPU (cache misses, cross-thread frees) than overlapping
+        // its build with the sink saves, measured on `tally account`.
+        let threads = options.threads_for(inputs.len());
+        if threads == 1 {
+            for input in inputs {
+                done(import_file(input, paths, options, self.sink)?);
+            }
+            return Ok(());
+        }
+        let sink = &mut *self.sink;
+        parallel::import_files(
+            inputs,
+            paths,
+            options,
+            threads,
+            &FullEvents,
+            &mut |events, _| events.into_iter().try_for_each(|event| sink(TraceRecord::Event(event))),
+            done,
+        )
+    }
+}
+
+/// Records in a batcher's batches.
+struct Batches<'s, R: RecordBatcher> {
+    batcher: &'s R,
+    sink: &'s mut dyn FnMut(R::Batch, u64) -> Result<(), SinkError>,
+}
+
+impl<R: RecordBatcher> Delivery for Batches<'_, R> {
+    fn own(&mut self, record: TraceRecord<'_>, number: u64) -> Result<(), SinkError> {
+        let mut batch = self.batcher.batch();
+        self.batcher.add(&mut batch, 1, record)?;
+        (self.sink)(batch, number - 1)
+    }
+
+    fn traces(
+        &mut self,
+        inputs: Vec<OpenedInput>,
+        paths: &[PathBuf],
+        options: &ImportOptions,
+        mut before: u64,
+        done: &mut dyn FnMut(build::FileOutcome),
+    ) -> Result<(), TraceError> {
+        let threads = options.threads_for(inputs.len());
+        let sink = &mut *self.sink;
+        if threads == 1 {
+            for input in inputs {
+                let outcome =
+                    parallel::import_file_batched(input, paths, options, self.batcher, &mut |batch| {
+                        sink(batch, before)
+                    })?;
+                before += outcome.events;
+                done(outcome);
+            }
+            return Ok(());
+        }
+        parallel::import_files(
+            inputs,
+            paths,
+            options,
+            threads,
+            self.batcher,
+            &mut |batch, within| sink(batch, before + within),
+            done,
+        )
+    }
+}
+
+/// An import: its artifact identity, each trace's records, and its
+/// collector's capabilities with the summary.
+fn import_delivered(
+    inputs: Vec<OpenedInput>,
+    options: &ImportOptions,
+    delivery: &mut dyn Delivery,
 ) -> Result<ImportSummary, TraceError> {
     let paths: Vec<PathBuf> = inputs.iter().map(|input| input.path().to_path_buf()).collect();
     let first = paths.first().map_or_else(PathBuf::new, Clone::clone);
@@ -462,7 +616,7 @@ pub fn import_records(
         }),
     )
     .map_err(model)?;
-    sink(TraceRecord::Event(identity)).map_err(sink_error)?;
+    delivery.own(TraceRecord::Event(identity), 1).map_err(sink_error)?;
     summary.events += 1;
     let mut collected_capabilities: BTreeSet<&'static str> = BTreeSet::new();
     let mut add = |outcome: build::FileOutcome| {
@@ -470,17 +624,7 @@ pub fn import_records(
         summary.events += outcome.events;
         summary.traces.push(outcome.summary);
     };
-    // One trace is read on this thread: handing its records to another
-    // costs more CPU (cache misses, cross-thread frees) than overlapping
-    // its build with the sink saves, measured on `tally account`.
-    let threads = options.threads_for(inputs.len());
-    if threads > 1 {
-        parallel::import_files(inputs, &paths, options, threads, sink, &mut add)?;
-    } else {
-        for input in inputs {
-            add(import_file(input, &paths, options, sink)?);
-        }
-    }
+    delivery.traces(inputs, &paths, options, 1, &mut add)?;
     let names = |list: &mut dyn Iterator<Item = &&'static str>| -> Result<Vec<NonEmptyString>, TraceError> {
         list.map(|name| text(name).map_err(model)).collect()
     };
@@ -503,7 +647,7 @@ pub fn import_records(
         EventBody::Capabilities(capabilities),
     )
     .map_err(model)?;
-    sink(TraceRecord::Event(event)).map_err(sink_error)?;
+    delivery.own(TraceRecord::Event(event), summary.events + 1).map_err(sink_error)?;
     summary.events += 1;
     Ok(summary)
 }

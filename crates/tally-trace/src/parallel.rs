@@ -2,10 +2,12 @@
 //!
 //! Reading a trace (JSON scanning, decompression) is most of an import and
 //! each file's is independent, so `threads` workers take the files in order
-//! and import each with a sink that sends its records, in batches, down a
-//! bounded channel of its own. The calling thread drains the channels file
+//! and import each with a sink that turns its records into the caller's
+//! batches ([`RecordBatcher`]: full events, or evidence prepared for a
+//! resolver) and sends them down a bounded channel of its own. The calling thread drains the channels file
 //! by file into the caller's sink: the sink sees exactly the sequence a
-//! one-at-a-time import gives, and the first error, in file order, is the
+//! one-at-a-time import gives (each batch with the number of records before
+//! its file, so record numbers run on over the files), and the first error, in file order, is the
 //! one returned. A worker ahead of the file being drained blocks once its
 //! channel is full, so at most `threads` files are in flight, each holding
 //! its compact rows and a few batches: memory grows with the threads, not
@@ -17,41 +19,54 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
-use tally_core::CorrelationEvent;
-
 use crate::build::FileOutcome;
 use crate::error::{SinkError, TraceError, TraceErrorKind};
 use crate::record::TraceRecord;
 use crate::{ImportOptions, OpenedInput, import_file};
 
-/// Records sent at once: large enough that the channel costs nothing per
-/// record, small enough that a few batches are a few megabytes.
-const BATCH: usize = 1024;
+/// What the thread importing a trace makes of its records before they
+/// cross to the thread that passes them on: full events for a sink of
+/// events, prepared evidence for a resolver (the part of its work that can
+/// run beside the import), ...
+pub trait RecordBatcher: Sync {
+    /// What crosses, a batch of records at a time.
+    type Batch: Send;
+
+    /// An empty batch.
+    fn batch(&self) -> Self::Batch;
+
+    /// Adds a file's record number `number` (counted from 1 in that file)
+    /// to `batch`; `true` when the batch is full and goes on its way.
+    fn add(&self, batch: &mut Self::Batch, number: u64, record: TraceRecord<'_>) -> Result<bool, SinkError>;
+}
 
 /// Batches a file's channel holds before its worker waits.
 const QUEUED: usize = 4;
 
-enum Message {
-    Records(Vec<CorrelationEvent>),
+enum Message<B> {
+    Batch(B),
     Done(Result<FileOutcome, TraceError>),
 }
 
 /// One file's work: its input and the sending end of its channel.
-type Job = (OpenedInput, SyncSender<Message>);
+type Job<B> = (OpenedInput, SyncSender<Message<B>>);
 
-/// Imports `inputs` on `threads` workers; each file's records go to `sink`
-/// in file order, and each file's outcome to `done`.
-pub(crate) fn import_files(
+/// Imports `inputs` on `threads` workers, each turning its records into
+/// `batcher`'s batches; each file's batches go to `sink` in file order with
+/// the number of records of the files before it, and each file's outcome
+/// to `done`.
+pub(crate) fn import_files<R: RecordBatcher>(
     inputs: Vec<OpenedInput>,
     paths: &[PathBuf],
     options: &ImportOptions,
     threads: usize,
-    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+    batcher: &R,
+    sink: &mut dyn FnMut(R::Batch, u64) -> Result<(), SinkError>,
     done: &mut dyn FnMut(FileOutcome),
 ) -> Result<(), TraceError> {
     let stop = Arc::new(AtomicBool::new(false));
-    let mut receivers: Vec<(PathBuf, Receiver<Message>)> = Vec::with_capacity(inputs.len());
-    let mut jobs: Vec<Job> = Vec::with_capacity(inputs.len());
+    let mut receivers: Vec<(PathBuf, Receiver<Message<R::Batch>>)> = Vec::with_capacity(inputs.len());
+    let mut jobs: Vec<Job<R::Batch>> = Vec::with_capacity(inputs.len());
     for input in inputs {
         let (sender, receiver) = sync_channel(QUEUED);
         receivers.push((input.path().to_path_buf(), receiver));
@@ -63,7 +78,7 @@ pub(crate) fn import_files(
     let queue = Mutex::new(jobs.into_iter());
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| worker(&queue, paths, options, &stop));
+            scope.spawn(|| worker(&queue, paths, options, batcher, &stop));
         }
         let drained = drain(receivers, sink, done);
         // Workers still reading stop at their next read; those sending find
@@ -73,10 +88,41 @@ pub(crate) fn import_files(
     })
 }
 
-fn worker(
-    queue: &Mutex<std::vec::IntoIter<Job>>,
+/// Imports one file on this thread into `batcher`'s batches, each passed to
+/// `send` when full and the last one at the end.
+pub(crate) fn import_file_batched<R: RecordBatcher>(
+    input: OpenedInput,
     paths: &[PathBuf],
     options: &ImportOptions,
+    batcher: &R,
+    send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
+) -> Result<FileOutcome, TraceError> {
+    let path = input.path().to_path_buf();
+    let mut batch = batcher.batch();
+    let mut number = 0;
+    let mut filled = false;
+    let outcome = import_file(input, paths, options, &mut |record| {
+        number += 1;
+        filled = true;
+        if batcher.add(&mut batch, number, record)? {
+            filled = false;
+            send(std::mem::replace(&mut batch, batcher.batch()))?;
+        }
+        Ok(())
+    });
+    // The records built before an import error are sent too: they came
+    // first, and a consumer that refuses one of them has the first word.
+    if filled && !matches!(&outcome, Err(error) if matches!(error.kind(), TraceErrorKind::Sink(_))) {
+        send(batch).map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
+    }
+    outcome
+}
+
+fn worker<R: RecordBatcher>(
+    queue: &Mutex<std::vec::IntoIter<Job<R::Batch>>>,
+    paths: &[PathBuf],
+    options: &ImportOptions,
+    batcher: &R,
     stop: &AtomicBool,
 ) {
     loop {
@@ -88,45 +134,35 @@ fn worker(
         let Some((input, sender)) = queue.lock().ok().and_then(|mut jobs| jobs.next()) else {
             return;
         };
-        let mut batch = Vec::with_capacity(BATCH);
-        // Records by their parts borrow the worker's tables, so each is
-        // built in full here, on the worker, to cross to the draining thread.
-        let mut send = |record: TraceRecord<'_>| -> Result<(), SinkError> {
-            batch.push(record.into_event()?);
-            if batch.len() == BATCH {
-                let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH));
-                sender.send(Message::Records(full)).map_err(|_| "the import stopped")?;
-            }
-            Ok(())
-        };
-        let outcome = import_file(input, paths, options, &mut send);
-        if !batch.is_empty() && sender.send(Message::Records(batch)).is_err() {
-            return;
-        }
+        let outcome = import_file_batched(input, paths, options, batcher, &mut |batch| {
+            sender.send(Message::Batch(batch)).map_err(|_| "the import stopped".into())
+        });
         if sender.send(Message::Done(outcome)).is_err() {
             return;
         }
     }
 }
 
-/// Passes each file's records on, file by file; stops at the first error.
-fn drain(
-    receivers: Vec<(PathBuf, Receiver<Message>)>,
-    sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+/// Passes each file's batches on, file by file, with the records before
+/// the file; stops at the first error.
+fn drain<B>(
+    receivers: Vec<(PathBuf, Receiver<Message<B>>)>,
+    sink: &mut dyn FnMut(B, u64) -> Result<(), SinkError>,
     done: &mut dyn FnMut(FileOutcome),
 ) -> Result<(), TraceError> {
+    let mut before = 0;
     for (path, receiver) in receivers {
         loop {
             match receiver.recv() {
-                Ok(Message::Records(records)) => {
-                    for record in records {
-                        // As a one-at-a-time import reports a refusing sink.
-                        sink(TraceRecord::Event(record))
-                            .map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
-                    }
+                Ok(Message::Batch(batch)) => {
+                    // As a one-at-a-time import reports a refusing sink.
+                    sink(batch, before)
+                        .map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
                 }
                 Ok(Message::Done(outcome)) => {
-                    done(outcome?);
+                    let outcome = outcome?;
+                    before += outcome.events;
+                    done(outcome);
                     break;
                 }
                 // Only a worker that panicked drops a channel unfinished;
