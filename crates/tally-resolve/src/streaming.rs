@@ -66,11 +66,15 @@ impl KeyIndex {
     /// Room for `count` keys at a load of at most 7/8.
     fn grow_to(&mut self, count: usize) {
         let wanted = (count + count / 7 + 1).next_power_of_two().max(16);
-        if wanted <= self.slots.len() {
-            return;
+        if wanted > self.slots.len() {
+            self.rehash(wanted);
         }
-        self.slots = vec![EMPTY; wanted];
-        let mask = wanted - 1;
+    }
+
+    /// `size` slots (a power of two) holding every key.
+    fn rehash(&mut self, size: usize) {
+        self.slots = vec![EMPTY; size];
+        let mask = size - 1;
         for (row, key) in self.keys.iter().enumerate() {
             let (mut at, tag) = Self::place(*key, mask);
             while self.slots[at] != EMPTY {
@@ -92,7 +96,10 @@ impl KeyIndex {
     /// The row of `key`, or `Err` with the row number it gets when added.
     fn find_or_add(&mut self, key: u128) -> Result<u32, u32> {
         if (self.keys.len() + 1) * 8 > self.slots.len() * 7 {
-            self.grow_to((self.keys.len() + 1) * 2);
+            // Twice the slots: asking room for twice the keys instead
+            // rounded 7/8 of a power of two, times two, plus one, up to
+            // four times the slots, and a table half empty at best.
+            self.rehash((self.slots.len() * 2).max(16));
         }
         let mask = self.slots.len() - 1;
         let (mut at, tag) = Self::place(key, mask);
@@ -315,15 +322,19 @@ impl Refs {
 /// offset, uncertainty and validity window.
 type AlignmentSlots = (u32, u32, u32, i64, u64, Option<u64>, Option<u64>);
 
-/// What is kept of the event held for an entity.
+/// What is kept of the event held for an entity: its event identity's row,
+/// whose first delivery (the event itself: a redelivery is never put)
+/// holds its fingerprint and record in `delivered`, and its event ID.
 ///
 /// A content fingerprint is only ever compared with the fingerprint of an
 /// event under the same key, so 64 bits leave a chance of 2^-64 per such
 /// comparison; keys themselves, where any two could collide, keep 128.
+/// Eight bytes, where the fingerprint and record beside the ID made every
+/// table row 16 bytes larger.
 #[derive(Debug, Clone, Copy)]
 struct Held {
-    fingerprint: u64,
-    record: usize,
+    /// Row in `seen` and `delivered`.
+    seen: u32,
     event_id: u32,
 }
 
@@ -559,7 +570,7 @@ impl StreamingResolver {
         if self.seen.len() >= u32::MAX as usize - 1 {
             return Err(ResolveError::TooManyEvents { record });
         }
-        match self.seen.find_or_add(event.key) {
+        let seen = match self.seen.find_or_add(event.key) {
             Ok(row) => {
                 let (known, earlier) = *self.delivered.get(row as usize);
                 if known != fingerprint {
@@ -567,10 +578,13 @@ impl StreamingResolver {
                 }
                 return Ok(());
             }
-            Err(_) => self.delivered.push((fingerprint, record)),
-        }
+            Err(seen) => {
+                self.delivered.push((fingerprint, record));
+                seen
+            }
+        };
         if self.entity_conflict.is_none()
-            && let Err(conflict) = self.put(batch, event, info)
+            && let Err(conflict) = self.put(batch, event, info, seen)
         {
             self.entity_conflict = Some(conflict);
         }
@@ -632,8 +646,8 @@ impl StreamingResolver {
         }
     }
 
-    fn held(&mut self, record: usize, event_id: &str, fingerprint: u64) -> Held {
-        Held { fingerprint, record, event_id: self.event_ids.push(event_id) }
+    fn held(&mut self, seen: u32, event_id: &str) -> Held {
+        Held { seen, event_id: self.event_ids.push(event_id) }
     }
 
     fn iteration_slot(&mut self, reference: RefView<'_>) -> u32 {
@@ -652,10 +666,10 @@ impl StreamingResolver {
         batch: &PreparedBatch,
         event: &PreparedEvent,
         info: ContextInfo,
+        seen: u32,
     ) -> Result<(), ResolveError> {
-        let (record, fingerprint) = (event.record, event.fingerprint);
         let event_id = batch.get(event.event_id);
-        let new = Held { fingerprint, record, event_id: NONE };
+        let new = Held { seen, event_id: NONE };
         match &event.body {
             PreparedBody::Request { request, attempt } => {
                 let request = self.request_refs.slot(batch.get_ref(*request));
@@ -664,11 +678,17 @@ impl StreamingResolver {
                 match self.requests.entry((request, attempt)) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.request_rows[row], new, event_id, &mut self.event_ids)
+                        keep_smallest(
+                            &mut self.request_rows[row],
+                            new,
+                            event_id,
+                            &mut self.event_ids,
+                            &self.delivered,
+                        )
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event_id, fingerprint);
+                        let held = self.held(seen, event_id);
                         self.request_rows.push(held);
                         self.request_slots.push(request);
                         Ok(())
@@ -681,7 +701,7 @@ impl StreamingResolver {
                 match self.iteration_of_slot[slot] {
                     NONE => {
                         self.iteration_of_slot[slot] = self.iteration_rows.len() as u32;
-                        let held = self.held(record, event_id, fingerprint);
+                        let held = self.held(seen, event_id);
                         let elapsed_ns = if info.monotonic { span.duration_ns() } else { None };
                         self.iteration_rows.push(IterationRow { held, slot: slot as u32, elapsed_ns });
                         Ok(())
@@ -691,6 +711,7 @@ impl StreamingResolver {
                         new,
                         event_id,
                         &mut self.event_ids,
+                        &self.delivered,
                     ),
                 }
             }
@@ -702,7 +723,7 @@ impl StreamingResolver {
                         self.stage_of_slot[slot] = self.stage_rows.len() as u32;
                         let request = request.map_or(NONE, |r| self.request_refs.slot(batch.get_ref(r)));
                         let iteration = iteration.map_or(NONE, |i| self.iteration_slot(batch.get_ref(i)));
-                        let held = self.held(record, event_id, fingerprint);
+                        let held = self.held(seen, event_id);
                         self.stage_rows.push(StageRow { held, request, iteration });
                         Ok(())
                     }
@@ -711,6 +732,7 @@ impl StreamingResolver {
                         new,
                         event_id,
                         &mut self.event_ids,
+                        &self.delivered,
                     ),
                 }
             }
@@ -723,11 +745,17 @@ impl StreamingResolver {
                 match self.memberships.entry((request, attempt, iteration, role)) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.membership_rows[row].held, new, event_id, &mut self.event_ids)
+                        keep_smallest(
+                            &mut self.membership_rows[row].held,
+                            new,
+                            event_id,
+                            &mut self.event_ids,
+                            &self.delivered,
+                        )
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event_id, fingerprint);
+                        let held = self.held(seen, event_id);
                         let namespace = info.namespace;
                         self.membership_rows.push(MembershipRow {
                             held,
@@ -746,9 +774,10 @@ impl StreamingResolver {
                     new,
                     event_id,
                     &mut self.event_ids,
+                    &self.delivered,
                 ),
                 Err(_) => {
-                    let held = self.held(record, event_id, fingerprint);
+                    let held = self.held(seen, event_id);
                     let row = self.activity_row(held, batch, activity, info);
                     self.activity_rows.push(row);
                     Ok(())
@@ -770,11 +799,17 @@ impl StreamingResolver {
                 match self.alignments.entry(key) {
                     Entry::Occupied(slot) => {
                         let row = *slot.get() as usize;
-                        keep_smallest(&mut self.alignment_rows[row].0, new, event_id, &mut self.event_ids)
+                        keep_smallest(
+                            &mut self.alignment_rows[row].0,
+                            new,
+                            event_id,
+                            &mut self.event_ids,
+                            &self.delivered,
+                        )
                     }
                     Entry::Vacant(slot) => {
                         slot.insert(next);
-                        let held = self.held(record, event_id, fingerprint);
+                        let held = self.held(seen, event_id);
                         self.alignment_rows.push((held, key));
                         Ok(())
                     }
@@ -966,9 +1001,12 @@ fn keep_smallest(
     new: Held,
     event_id: &str,
     event_ids: &mut EventIds,
+    delivered: &Chunked<(u64, usize)>,
 ) -> Result<(), ResolveError> {
-    if held.fingerprint != new.fingerprint {
-        return Err(ResolveError::ConflictingEntityIdentity { record: new.record, earlier: held.record });
+    let (kept, earlier) = *delivered.get(held.seen as usize);
+    let (fingerprint, record) = *delivered.get(new.seen as usize);
+    if kept != fingerprint {
+        return Err(ResolveError::ConflictingEntityIdentity { record, earlier });
     }
     if event_ids.get(held.event_id).cmp_text(event_id) == std::cmp::Ordering::Greater {
         *held = Held { event_id: event_ids.push(event_id), ..new };
