@@ -148,7 +148,7 @@ pub struct SweepResult {
 /// ```
 #[derive(Debug, Default)]
 pub struct Sweep {
-    current: Option<(u64, u64)>,
+    periods: Periods,
     first_start: Option<u64>,
     busy: u64,
     gaps: IdleGaps,
@@ -170,24 +170,18 @@ impl Sweep {
         }
         self.running.push(Reverse(end));
         self.peak = self.peak.max(self.running.len() as u64);
-        match &mut self.current {
-            Some((_, current_end)) if start <= *current_end => *current_end = (*current_end).max(end),
-            _ => {
-                if let Some((from, to)) = self.current {
-                    self.busy += to - from;
-                    let gap = start - to;
-                    self.gaps.count += 1;
-                    self.gaps.total_ns += gap;
-                    self.gaps.longest_ns = self.gaps.longest_ns.max(gap);
-                }
-                self.current = Some((start, end));
-            }
+        if let Some((from, to)) = self.periods.push(start, end) {
+            self.busy += to - from;
+            let gap = start - to;
+            self.gaps.count += 1;
+            self.gaps.total_ns += gap;
+            self.gaps.longest_ns = self.gaps.longest_ns.max(gap);
         }
     }
 
     /// The union's length, envelope, gaps and peak concurrency.
     pub fn finish(mut self) -> SweepResult {
-        let envelope = match (self.first_start, self.current) {
+        let envelope = match (self.first_start, self.periods.finish()) {
             (Some(first), Some((from, to))) => {
                 self.busy += to - from;
                 Some((first, to))
@@ -198,34 +192,66 @@ impl Sweep {
     }
 }
 
+/// The busy periods of intervals fed in order of start: overlapping or
+/// touching intervals make one period (as [`merge_intervals`] joins them),
+/// empty ones none. The merge every sweep here makes.
+///
+/// ```
+/// use tally_core::interval::Periods;
+/// let mut periods = Periods::default();
+/// let closed: Vec<_> = [(0, 10), (10, 12), (12, 12), (20, 30)]
+///     .into_iter()
+///     .filter_map(|(start, end)| periods.push(start, end))
+///     .collect();
+/// assert_eq!((closed, periods.finish()), (vec![(0, 12)], Some((20, 30))));
+/// ```
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Periods {
+    current: Option<(u64, u64)>,
+}
+
+impl Periods {
+    /// Adds the next interval (`start` must not precede the previous
+    /// one's); the period it closes, when it opens a new one.
+    #[inline]
+    pub fn push(&mut self, start: u64, end: u64) -> Option<(u64, u64)> {
+        if end <= start {
+            return None;
+        }
+        match &mut self.current {
+            Some((_, current_end)) if start <= *current_end => {
+                *current_end = (*current_end).max(end);
+                None
+            }
+            _ => self.current.replace((start, end)),
+        }
+    }
+
+    /// The period still open: the last one.
+    pub fn finish(self) -> Option<(u64, u64)> {
+        self.current
+    }
+}
+
 /// The union sweep alone, for the many small per-iteration groups: no
 /// allocation, intervals fed in order of start.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct UnionSweep {
-    current: Option<(u64, u64)>,
+    periods: Periods,
     busy: u64,
 }
 
 impl UnionSweep {
     /// Adds the next interval; `start` must not precede the previous one's.
     pub fn push(&mut self, start: u64, end: u64) {
-        if end <= start {
-            return;
-        }
-        match &mut self.current {
-            Some((_, current_end)) if start <= *current_end => *current_end = (*current_end).max(end),
-            _ => {
-                if let Some((from, to)) = self.current {
-                    self.busy += to - from;
-                }
-                self.current = Some((start, end));
-            }
+        if let Some((from, to)) = self.periods.push(start, end) {
+            self.busy += to - from;
         }
     }
 
     /// The length of the union of what was pushed.
     pub fn finish(self) -> u64 {
-        self.busy + self.current.map_or(0, |(from, to)| to - from)
+        self.busy + self.periods.finish().map_or(0, |(from, to)| to - from)
     }
 }
 
@@ -267,12 +293,8 @@ impl LabelCoverage {
         let mut kept: Vec<(u64, u64, u8)> =
             intervals.into_iter().filter(|&(start, end, labels)| end > start && labels != 0).collect();
         sort_by_start(&mut kept, |interval| interval.0);
-        let mut sweep = LabelSweep::new();
-        for (start, end, labels) in kept {
-            // Sorted by start just above, so no start comes before the last.
-            sweep.push(start, end, labels).expect("intervals sorted by start");
-        }
-        sweep.finish()
+        // Sorted by start just above, so no start comes before the last.
+        LabelSweep::of_sorted(kept).expect("intervals sorted by start")
     }
 
     /// The time whose label set is exactly `set`; `exactly(0)` is the idle
@@ -360,6 +382,20 @@ impl LabelSweep {
             now: None,
             envelope: None,
         }
+    }
+
+    /// One sweep over `(start, end, labels)` triples already sorted by
+    /// start (or a merge of such lists, smallest head first): what
+    /// [`LabelCoverage::of`] does after sorting, for a caller whose lists
+    /// come sorted.
+    pub fn of_sorted(
+        intervals: impl IntoIterator<Item = (u64, u64, u8)>,
+    ) -> Result<LabelCoverage, OutOfOrder> {
+        let mut sweep = LabelSweep::new();
+        for (start, end, labels) in intervals {
+            sweep.push(start, end, labels)?;
+        }
+        Ok(sweep.finish())
     }
 
     /// Adds `[start, end)` with its labels. An empty interval, or one

@@ -146,7 +146,7 @@
 //!   queued and 115 886 host-bound.
 
 use serde::{Deserialize, Serialize};
-use tally_core::interval::{LabelCoverage, LabelSweep, UnionSweep, sort_by_start};
+use tally_core::interval::{LabelCoverage, LabelSweep, Periods, UnionSweep, sort_by_start};
 use tally_core::{ActivityDomain, ClockKind, EntityRef};
 use tally_resolve::{AlignmentFacts, FastHashMap, FastHashSet, ResolvedEvidence};
 
@@ -604,9 +604,7 @@ impl<'a> HostCalls<'a> {
     }
 
     fn number_scope(&mut self, scope: Option<&'a EntityRef>) -> u32 {
-        if let Some((last, number)) = self.last_scope
-            && same_scope(last, scope)
-        {
+        if let Some(number) = self.last_scope_number(scope) {
             return number;
         }
         let next = self.scopes.len() as u32;
@@ -617,14 +615,18 @@ impl<'a> HostCalls<'a> {
 
     /// The number of a scope some call has, without numbering a new one.
     fn find_scope(&mut self, scope: Option<&'a EntityRef>) -> Option<u32> {
-        if let Some((last, number)) = self.last_scope
-            && same_scope(last, scope)
-        {
+        if let Some(number) = self.last_scope_number(scope) {
             return Some(number);
         }
         let number = *self.scopes.get(&scope)?;
         self.last_scope = Some((scope, number));
         Some(number)
+    }
+
+    /// The number of `scope` when it is the one asked for last: consecutive
+    /// records name one scope, and comparing it costs less than hashing it.
+    fn last_scope_number(&self, scope: Option<&'a EntityRef>) -> Option<u32> {
+        self.last_scope.filter(|&(last, _)| same_scope(last, scope)).map(|(_, number)| number)
     }
 
     fn number_domain(&mut self, domain: &'a str) -> u32 {
@@ -938,13 +940,9 @@ fn nearest_rank(sorted: &[i64], percent: usize) -> Option<i64> {
 
 /// One sweep over labelled intervals sorted by start.
 fn sweep_sorted(intervals: impl IntoIterator<Item = (u64, u64, u8)>) -> LabelCoverage {
-    let mut sweep = LabelSweep::new();
-    for (start, end, labels) in intervals {
-        // Every caller passes a list it sorted by start (or a merge of such
-        // lists, smallest head first), so no start precedes the last.
-        sweep.push(start, end, labels).expect("intervals sorted by start");
-    }
-    sweep.finish()
+    // Every caller passes a list it sorted by start (or a merge of such
+    // lists, smallest head first), so no start precedes the last.
+    LabelSweep::of_sorted(intervals).expect("intervals sorted by start")
 }
 
 /// Lists each sorted by start, read as one list sorted by start: the
@@ -973,23 +971,15 @@ type Window = (u64, u64);
 /// cover nothing), and the envelope: first start to last end.
 fn busy_gaps(items: &[Item]) -> (Vec<Window>, Option<Window>) {
     let mut gaps = Vec::new();
-    let mut period: Option<(u64, u64)> = None;
+    let mut periods = Periods::default();
     let mut first = None;
     for item in items.iter().filter(|item| item.end > item.start) {
-        period = Some(match period {
-            // Touching periods are one, as `merge_intervals` joins them.
-            Some((start, end)) if item.start <= end => (start, end.max(item.end)),
-            Some((_, end)) => {
-                gaps.push((end, item.start));
-                (item.start, item.end)
-            }
-            None => {
-                first = Some(item.start);
-                (item.start, item.end)
-            }
-        });
+        first.get_or_insert(item.start);
+        if let Some((_, end)) = periods.push(item.start, item.end) {
+            gaps.push((end, item.start));
+        }
     }
-    (gaps, first.zip(period.map(|(_, end)| end)))
+    (gaps, first.zip(periods.finish().map(|(_, end)| end)))
 }
 
 fn finish_device<'a>(
