@@ -4,8 +4,11 @@
 //! Two events have the same fingerprint when they are equal as stormlog
 //! compares them (context, body and metadata; metadata with Python's `==`,
 //! where `1 == 1.0 == true`), and different fingerprints otherwise, but for a
-//! chance of about 2^-128 per pair. The event ID is not part of it: the
-//! deduplication key holds it already, and entity identity ignores it.
+//! chance of about 2^-64 per pair: the resolver keeps 64 bits of each, so
+//! strings of 32 bytes and more are hashed four words a step
+//! ([`ContentHasher::text_in_lanes`]), at that strength. The event ID is not
+//! part of it: the deduplication key holds it already, and entity identity
+//! ignores it. Keys ([`reference`]) keep their 128 bits.
 //!
 //! Everything is hashed from an [`EventView`], however it was read, so a
 //! view built straight from a line and the view of a built event give the
@@ -36,17 +39,25 @@ pub(crate) fn content_fingerprint(event: &EventView<'_>, context: u128) -> u128 
 }
 
 /// A reference's two parts.
+/// A key's reference: 128 bits' worth, as keys must be.
 pub(crate) fn reference(fp: &mut ContentHasher, value: RefView<'_>) {
     fp.text(value.producer_id());
     fp.text(value.id());
 }
 
+/// A reference in content, whose fingerprint is folded to 64 bits: its
+/// strings hashed in lanes.
+fn content_reference(fp: &mut ContentHasher, value: RefView<'_>) {
+    fp.text_in_lanes(value.producer_id());
+    fp.text_in_lanes(value.id());
+}
+
 fn optional_ref(fp: &mut ContentHasher, value: Option<RefView<'_>>) {
-    fp.option(value, reference);
+    fp.option(value, content_reference);
 }
 
 fn optional_text(fp: &mut ContentHasher, value: Option<&str>) {
-    fp.option(value, |fp, text| fp.text(text));
+    fp.option(value, |fp, text| fp.text_in_lanes(text));
 }
 
 fn number(fp: &mut ContentHasher, value: Option<u64>) {
@@ -71,7 +82,7 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
     fp.tag(body.event_type() as u8);
     match *body {
         BodyView::Artifact { artifact_kind, created_at_ns } => {
-            fp.text(artifact_kind);
+            fp.text_in_lanes(artifact_kind);
             fp.write_u64(created_at_ns);
         }
         BodyView::Request {
@@ -82,7 +93,7 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             status,
             tokens: counts,
         } => {
-            reference(fp, request_ref);
+            content_reference(fp, request_ref);
             optional_ref(fp, attempt_ref);
             optional_ref(fp, backend_request_ref);
             span(fp, &when);
@@ -90,22 +101,22 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             tokens(fp, &counts);
         }
         BodyView::Iteration { iteration_ref, batch_ref, span: when } => {
-            reference(fp, iteration_ref);
+            content_reference(fp, iteration_ref);
             optional_ref(fp, batch_ref);
             span(fp, &when);
         }
         BodyView::Stage { stage_ref, name, request_ref, iteration_ref, span: when, tokens: counts } => {
-            reference(fp, stage_ref);
-            fp.text(name);
+            content_reference(fp, stage_ref);
+            fp.text_in_lanes(name);
             optional_ref(fp, request_ref);
             optional_ref(fp, iteration_ref);
             span(fp, &when);
             tokens(fp, &counts);
         }
         BodyView::Membership { request_ref, iteration_ref, role, attempt_ref, tokens: counts } => {
-            reference(fp, request_ref);
-            reference(fp, iteration_ref);
-            fp.text(role);
+            content_reference(fp, request_ref);
+            content_reference(fp, iteration_ref);
+            fp.text_in_lanes(role);
             optional_ref(fp, attempt_ref);
             tokens(fp, &counts);
         }
@@ -122,8 +133,8 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             graph_id,
             span: when,
         }) => {
-            reference(fp, activity_ref);
-            fp.text(activity_kind);
+            content_reference(fp, activity_ref);
+            fp.text_in_lanes(activity_kind);
             fp.write_u8(activity_domain as u8);
             optional_ref(fp, iteration_ref);
             optional_ref(fp, correlation_scope);
@@ -135,12 +146,12 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             span(fp, &when);
         }
         BodyView::Capabilities(capabilities) => {
-            fp.text(capabilities.component());
+            fp.text_in_lanes(capabilities.component());
             fp.write_u8(u8::from(capabilities.available()));
             for list in [capabilities.supported(), capabilities.enabled(), capabilities.collected()] {
                 fp.write_usize(list.len());
                 for name in list {
-                    fp.text(name);
+                    fp.text_in_lanes(name);
                 }
             }
         }
@@ -151,8 +162,8 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             uncertainty_ns,
             validity,
         } => {
-            fp.text(from_clock_domain);
-            fp.text(to_clock_domain);
+            fp.text_in_lanes(from_clock_domain);
+            fp.text_in_lanes(to_clock_domain);
             fp.write_u64(offset_ns as u64);
             fp.write_u64(uncertainty_ns);
             span(fp, &validity);
