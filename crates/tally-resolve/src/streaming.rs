@@ -361,27 +361,43 @@ struct MembershipRow {
     iteration: u32,
 }
 
+/// 48 bytes: a listed activity keeps its intervals' place in the span's
+/// two words, which it does not use, where two more fields made every row 8
+/// bytes larger.
 #[derive(Debug)]
 struct ActivityRow {
     held: Held,
-    /// `[start, end)` when the span is complete, else both zero.
+    /// By `busy`: `[start, end)` of a [`RowBusy::Span`]; the first index
+    /// in the interval arena and the count of a [`RowBusy::Listed`]
+    /// (`metadata.intervals`); both zero when unknown.
     start: u64,
     end: u64,
     /// Meaningful when `has_stream`.
     stream_id: u64,
     /// Iteration reference slot.
     iteration: u32,
-    /// `metadata.intervals` in the interval arena: first index and count.
-    listed: u32,
-    listed_len: u32,
     /// Index in `kept_refs`, for activities a report lists by reference.
     reference: u32,
     /// Its device, clock and kind, in `classes` (one index where three
     /// would make every row 8 bytes larger).
     class: u32,
     domain: ActivityDomain,
-    complete: bool,
+    busy: RowBusy,
     has_stream: bool,
+}
+
+// The size is a feature: a row per GPU activity and runtime call.
+const _: () = assert!(size_of::<ActivityRow>() == 48);
+
+/// What an activity row's `start` and `end` hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RowBusy {
+    /// No complete span: nothing.
+    Unknown,
+    /// Its span.
+    Span,
+    /// Where its listed intervals lie.
+    Listed,
 }
 
 /// What is worth knowing once about a shared context.
@@ -827,17 +843,16 @@ impl StreamingResolver {
         info: ContextInfo,
     ) -> ActivityRow {
         let iteration = activity.iteration.map_or(NONE, |i| self.iteration_slot(batch.get_ref(i)));
-        let (mut start, mut end, mut listed, mut listed_len, mut complete) = (0, 0, NONE, 0, false);
-        match activity.busy {
-            Busy::Span(from, to) => (start, end, complete) = (from, to, true),
+        let (start, end, busy) = match activity.busy {
+            Busy::Span(from, to) => (from, to, RowBusy::Span),
             Busy::Listed(first, count) => {
-                listed = u32::try_from(self.intervals.len()).unwrap_or(NONE);
-                listed_len = count as u32;
+                let at = self.intervals.len() as u64;
                 self.intervals.extend_from_slice(&batch.intervals[first..first + count]);
-                complete = true;
+                (at, count as u64, RowBusy::Listed)
             }
-            Busy::Unknown => {}
-        }
+            Busy::Unknown => (0, 0, RowBusy::Unknown),
+        };
+        let complete = busy != RowBusy::Unknown;
         let kind = self.names.number(batch.get(activity.kind));
         if self.keep_labels {
             let labels = ActivityLabels::new(
@@ -863,12 +878,10 @@ impl StreamingResolver {
             stream_id: activity.stream_id.unwrap_or(0),
             has_stream: activity.stream_id.is_some(),
             iteration,
-            listed,
-            listed_len,
             reference,
             class: self.classes.number(info.class(kind)),
             domain: activity.domain,
-            complete,
+            busy,
         }
     }
 
@@ -1073,13 +1086,13 @@ impl ResolvedEvidence for StreamedRun {
             // Pushed beside each row, so there is one per row when kept.
             let labels = labels.as_mut().and_then(Iterator::next).copied().unwrap_or(no_labels);
             let class = self.classes[row.class as usize];
-            let busy = if !row.complete {
-                None
-            } else if row.listed == NONE {
-                Interval::new(row.start, row.end).map(BusyIntervals::Span)
-            } else {
-                let first = row.listed as usize;
-                self.intervals.get(first..first + row.listed_len as usize).map(BusyIntervals::Listed)
+            let busy = match row.busy {
+                RowBusy::Unknown => None,
+                RowBusy::Span => Interval::new(row.start, row.end).map(BusyIntervals::Span),
+                RowBusy::Listed => {
+                    let first = row.start as usize;
+                    self.intervals.get(first..first + row.end as usize).map(BusyIntervals::Listed)
+                }
             };
             let device = (class.device != NONE).then(|| {
                 let (uuid, domain, kind) = &self.device_names[class.device as usize];
