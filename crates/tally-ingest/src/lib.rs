@@ -318,8 +318,7 @@ pub fn resolve_inputs(
                 if let Some(error) = rejected {
                     return Err(locate(&names, error));
                 }
-                let outcome = outcome.map_err(|error| error.to_string());
-                outcome.map_err(RunError::Input)?;
+                outcome.map_err(|error| RunError::Input(error.to_string()))?;
                 continue;
             }
             Step::Artifact(input) => input,

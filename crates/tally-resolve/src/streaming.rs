@@ -96,9 +96,10 @@ impl KeyIndex {
     /// The row of `key`, or `Err` with the row number it gets when added.
     fn find_or_add(&mut self, key: u128) -> Result<u32, u32> {
         if (self.keys.len() + 1) * 8 > self.slots.len() * 7 {
-            // Twice the slots: asking room for twice the keys instead
-            // rounded 7/8 of a power of two, times two, plus one, up to
-            // four times the slots, and a table half empty at best.
+            // Twice the slots. Asking `grow_to` for room for twice the keys
+            // rounds a full table's 7/8 of the slots, doubled and given
+            // its 1/7 of headroom, up past the next power of two: four
+            // times the slots, the table at most a quarter full.
             self.rehash((self.slots.len() * 2).max(16));
         }
         let mask = self.slots.len() - 1;

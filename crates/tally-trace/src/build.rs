@@ -291,13 +291,26 @@ struct Builder<'a> {
     file: &'a FileIdentity,
     options: &'a ImportOptions,
     uuids: &'a BTreeMap<u32, String>,
-    sink: &'a mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+    outlet: Outlet<'a>,
     contexts: FastHashMap<(u32, u64), Arc<CorrelationContext>>,
     host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
-    events: u64,
     spelled: Spelled<'a>,
     device_clock_domain: NonEmptyString,
     host_clock_domain: NonEmptyString,
+}
+
+/// Where the records go, counted: a field of its own, so that a record
+/// borrowing the builder's other fields (an activity's parts) can be sent.
+struct Outlet<'a> {
+    sink: &'a mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
+    events: u64,
+}
+
+impl Outlet<'_> {
+    fn send(&mut self, record: TraceRecord<'_>) -> Result<(), TraceErrorKind> {
+        self.events += 1;
+        (self.sink)(record).map_err(TraceErrorKind::Sink)
+    }
 }
 
 /// What consecutive activity records share, spelled once and lent to each
@@ -419,10 +432,9 @@ pub(crate) fn build(
         file,
         options,
         uuids,
-        sink,
+        outlet: Outlet { sink, events: 0 },
         contexts: FastHashMap::default(),
         host_contexts: FastHashMap::default(),
-        events: 0,
         spelled: Spelled { file, activity_count: 0, activity_id: String::new(), last_scope: None },
         device_clock_domain,
         host_clock_domain,
@@ -443,8 +455,7 @@ impl Builder<'_> {
     }
 
     fn emit(&mut self, event: CorrelationEvent) -> Result<(), TraceErrorKind> {
-        self.events += 1;
-        (self.sink)(TraceRecord::Event(event)).map_err(TraceErrorKind::Sink)
+        self.outlet.send(TraceRecord::Event(event))
     }
 
     fn context(&self, clock_domain: NonEmptyString, clock_kind: ClockKind, pid: u64) -> CorrelationContext {
@@ -630,7 +641,7 @@ impl Builder<'_> {
             runtime_unresolved,
             graph_events,
         });
-        Ok(FileOutcome { summary, collected: capabilities, events: self.events })
+        Ok(FileOutcome { summary, collected: capabilities, events: self.outlet.events })
     }
 
     /// The device's name: Nsight's for the GPU its UUID names, else the
@@ -811,8 +822,7 @@ impl Builder<'_> {
         } else {
             TraceRecord::Event(activity.to_event_with(extra)?)
         };
-        self.events += 1;
-        (self.sink)(record).map_err(TraceErrorKind::Sink)
+        self.outlet.send(record)
     }
 
     fn emit_runtime(
@@ -845,8 +855,7 @@ impl Builder<'_> {
                 metadata,
             },
         );
-        self.events += 1;
-        (self.sink)(TraceRecord::Activity(activity)).map_err(TraceErrorKind::Sink)
+        self.outlet.send(TraceRecord::Activity(activity))
     }
 
     fn capabilities(&self, gpu: &Rows<GpuEvent>) -> BTreeSet<&'static str> {

@@ -4,14 +4,15 @@
 //! each file's is independent, so `threads` workers take the files in order
 //! and import each with a sink that turns its records into the caller's
 //! batches ([`RecordBatcher`]: full events, or evidence prepared for a
-//! resolver) and sends them down a bounded channel of its own. The calling thread drains the channels file
-//! by file into the caller's sink: the sink sees exactly the sequence a
-//! one-at-a-time import gives (each batch with the number of records before
-//! its file, so record numbers run on over the files), and the first error, in file order, is the
-//! one returned. A worker ahead of the file being drained blocks once its
-//! channel is full, so at most `threads` files are in flight, each holding
-//! its compact rows and a few batches: memory grows with the threads, not
-//! with the number of files.
+//! resolver) and sends them down a bounded channel of its own. The calling
+//! thread drains the channels file by file into the caller's sink: the sink
+//! sees exactly the sequence a one-at-a-time import gives (each batch with
+//! the number of records before its file, so record numbers run on over the
+//! files), and the first error, in file order, is the one returned. A
+//! worker ahead of the file being drained blocks once its channel is full,
+//! so at most `threads` files are in flight, each holding its compact rows
+//! and a few batches: memory grows with the threads, not with the number
+//! of files.
 
 use std::io::{self, Read};
 use std::path::PathBuf;
