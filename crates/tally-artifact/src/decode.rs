@@ -289,7 +289,7 @@ impl RecordDecoder {
                 Ok(Some(record))
             }
             Some(Row::Definition(id, context)) => {
-                self.registry.define(id, context, line_number).map_err(invalid)?;
+                self.registry.define(&id, &context, line_number).map_err(invalid)?;
                 Ok(None)
             }
         }

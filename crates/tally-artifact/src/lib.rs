@@ -23,8 +23,9 @@
 //!
 //! Every rejection is an [`ArtifactError`] naming the source, the 1-based
 //! line, and the reason. Reading never holds the whole file as one string:
-//! [`read_artifact`] decodes windows of lines in parallel (rayon; an input
-//! of one window on the calling thread, with no thread started),
+//! [`read_artifact`] decodes windows of lines in parallel (whole windows
+//! dealt out to decoding threads; an input of one window on the calling
+//! thread, with no thread started),
 //! [`ArtifactReader`] streams one record at a time, and identical contexts
 //! share one `Arc`. Gzip input is recognised by its magic bytes.
 //!

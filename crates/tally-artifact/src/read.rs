@@ -9,7 +9,6 @@ use std::path::Path;
 use std::sync::mpsc;
 
 use memchr::memmem;
-use rayon::prelude::*;
 use tally_core::view::EventView;
 use tally_core::{CorrelationContext, InferenceRecord};
 
@@ -150,11 +149,14 @@ impl std::error::Error for LineTooLong {}
 /// How [`read_batches`] splits its work.
 #[derive(Debug, Clone)]
 pub struct ReadOptions {
-    /// Bytes read per window; a window's lines are decoded together, and at
-    /// most about three windows are in memory at once.
+    /// Bytes read per window: the unit a decoding thread takes; a few
+    /// windows per thread are in memory at once.
     pub window_bytes: usize,
-    /// Bytes per parallel task within a window.
+    /// Bytes of a window decoded into one batch (one call of the sink).
     pub chunk_bytes: usize,
+    /// Decoding threads (0: one per core). The results are the same
+    /// whatever the number.
+    pub threads: usize,
     /// Whether to use the typed fast path (the results are the same).
     pub fast_path: bool,
     /// The longest line accepted, in bytes ([`DEFAULT_MAX_RECORD_BYTES`]);
@@ -169,8 +171,9 @@ pub struct ReadOptions {
 impl Default for ReadOptions {
     fn default() -> Self {
         Self {
-            window_bytes: 8 << 20,
+            window_bytes: 1 << 20,
             chunk_bytes: 256 << 10,
+            threads: 0,
             fast_path: true,
             max_record_bytes: DEFAULT_MAX_RECORD_BYTES,
             inline_small_inputs: true,
@@ -211,16 +214,17 @@ pub struct ReadStats {
 }
 
 /// Decodes an artifact in parallel and hands its records to `sink` in file
-/// order, one batch at a time, without holding the whole artifact: the
-/// stream is read in windows of whole lines, each window's lines decoded
-/// concurrently. A reader thread reads (and decompresses) the next window
-/// while the current one decodes. A small input is read and decoded on the
-/// calling thread instead (see [`read_mapped`]).
+/// order, one batch at a time, without holding the whole artifact: a reader
+/// thread reads (and decompresses) the stream in windows of whole lines and
+/// deals them out to the decoding threads ([`ReadOptions::threads`]), each
+/// of which decodes whole windows on its own. A small input is read and
+/// decoded on the calling thread instead (see [`read_mapped`]).
 ///
-/// v4 definitions are found first in each window (every line that could be
-/// one, cheaply told by its bytes), registered in file order, and a
-/// reference resolves only to a definition on an earlier line, so the result
-/// and the first error, by line, are those of a sequential read.
+/// v4 definitions are found first, by the reader, in each window (every
+/// line that could be one, cheaply told by its bytes), registered in file
+/// order and sent on to every decoder, and a reference resolves only to a
+/// definition on an earlier line, so the result and the first error, by
+/// line, are those of a sequential read.
 pub fn read_batches<R: Read + Send>(
     reader: R,
     source_name: &str,
@@ -397,81 +401,108 @@ where
     S: FnMut(L::Output) -> Result<(), ArtifactError>,
 {
     let window_bytes = options.window_bytes.max(1);
+    let max_record = options.max_record_bytes.max(1);
     let mut stats = ReadStats::default();
-    let mut state = WindowState {
+    let decoder = WindowDecoder {
         source_name,
         registry: Registry::default(),
         interner: Interner::default(),
-        chunk_bytes: options.chunk_bytes.max(1),
-        fast: options.fast_path,
-        views,
-        max_record: options.max_record_bytes.max(1),
-        next_line: 1,
+        paths: Paths { fast: options.fast_path, views, max_record },
     };
     let stream = decompressed(reader).map_err(|error| ArtifactError::io(source_name, &error))?;
-    let mut source = WindowSource::new(stream, window_bytes, state.max_record);
+    let mut source = WindowSource::new(stream, window_bytes, max_record);
     let first = source.start();
-    if options.inline_small_inputs
-        && let Some(mut message) = first
-    {
+    let small = options.inline_small_inputs && first.is_some();
+    let threads = if small { 1 } else { decoding_threads(options.threads) };
+    let mut planner = Planner {
+        source_name,
+        registry: Registry::default(),
+        // One pool of contexts for the reader and every decoder: a context
+        // defined and one embedded are one `Arc`.
+        interner: decoder.interner.clone(),
+        chunk_bytes: options.chunk_bytes.max(1),
+        max_record,
+        next_line: 1,
+        unseen: vec![Vec::new(); threads],
+    };
+    if small && let Some(mut message) = first {
         // A small input: every step on this thread, one after the other
         // (its one window, or the lines before a read error and the error).
+        let mut decoder = decoder;
         loop {
-            let decoded = state.decode_message(message, start, drop)?;
-            if stats.add(decoded, &mut sink)? {
+            let planned = planner.plan(message, 0)?;
+            if stats.add(decoder.decode(planned, start, drop)?, &mut sink)? {
                 return Ok(stats);
             }
             message = source.next_window(None);
         }
     }
-    let more = match &first {
-        None => true,
-        Some(Ok((_, last))) => !last,
-        Some(Err(_)) => false,
-    };
     std::thread::scope(|scope| {
-        let (sender, receiver) = mpsc::sync_channel::<io::Result<(Window, bool)>>(1);
         // Spent windows go back to the reader: no fresh pages per window.
         let (recycle, recycled) = mpsc::channel::<Window>();
-        if more {
+        // Window `n` goes to decoder `n % threads` and its batches come
+        // back from it, so they reach `sink` in file order with no
+        // reordering; each decoder holds a window in hand and one waiting
+        // on either side of it, so the records in memory stay within a few
+        // windows per thread.
+        let mut to_decoders = Vec::with_capacity(threads);
+        let mut from_decoders = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (planned_sender, planned) = mpsc::sync_channel::<Result<Planned, ArtifactError>>(1);
+            let (decoded_sender, decoded) =
+                mpsc::sync_channel::<Result<Decoded<L::Output>, ArtifactError>>(1);
+            let mut decoder = decoder.clone();
+            let recycle = recycle.clone();
             scope.spawn(move || {
-                loop {
-                    let message = source.next_window(recycled.try_recv().ok());
-                    let stop = !matches!(message, Ok((_, false)));
-                    // A closed channel means the consumer stopped on an error.
-                    if sender.send(message).is_err() || stop {
+                for message in planned {
+                    let result = message.and_then(|planned| {
+                        decoder.decode(planned, start, |window| {
+                            let _ = recycle.send(window);
+                        })
+                    });
+                    let stop = !matches!(result, Ok(Decoded { last: false, .. }));
+                    // A closed channel means `sink` stopped on an error.
+                    if decoded_sender.send(result).is_err() || stop {
                         return;
                     }
                 }
             });
+            to_decoders.push(planned_sender);
+            from_decoders.push(decoded);
         }
-        // Decoding runs a window ahead of `sink`, on its own thread, so the
-        // caller's serial work on one window overlaps the parallel decoding
-        // of the next. Windows still reach `sink` in file order, each whole
-        // or not at all, and a window that fails to decode is reported after
-        // every earlier window was handed on: the order of a sequential read.
-        // A rendezvous channel: one window decoded while one is sunk, and no
-        // more records than that in memory.
-        let (decoded, outputs) = mpsc::sync_channel::<Result<Decoded<L::Output>, ArtifactError>>(0);
+        drop(recycle);
+        // The reader reads a window ahead, counts its lines and registers
+        // its definitions in file order (cheap, and the only serial step of
+        // decoding), and deals the windows out.
         scope.spawn(move || {
-            for message in first.into_iter().chain(&receiver) {
-                let result = state.decode_message(message, start, |window| {
-                    let _ = recycle.send(window);
-                });
-                let stop = !matches!(result, Ok(Decoded { last: false, .. }));
-                // A closed channel means `sink` stopped on an error.
-                if decoded.send(result).is_err() || stop {
+            let mut message = first.unwrap_or_else(|| source.next_window(None));
+            for turn in (0..threads).cycle() {
+                let planned = planner.plan(message, turn);
+                let stop = !matches!(planned, Ok(Planned { last: false, .. }));
+                // A closed channel means the consumer stopped on an error.
+                if to_decoders[turn].send(planned).is_err() || stop {
                     return;
                 }
+                message = source.next_window(recycled.try_recv().ok());
             }
         });
-        for message in outputs {
-            if stats.add(message?, &mut sink)? {
+        for turn in (0..threads).cycle() {
+            // A decoder that hung up early panicked; the scope reraises it.
+            let Ok(decoded) = from_decoders[turn].recv() else { break };
+            if stats.add(decoded?, &mut sink)? {
                 break;
             }
         }
         Ok(stats)
     })
+}
+
+/// The decoding threads [`ReadOptions::threads`] asks for.
+fn decoding_threads(wanted: usize) -> usize {
+    match wanted {
+        0 => std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        wanted => wanted,
+    }
 }
 
 impl ReadStats {
@@ -658,15 +689,6 @@ impl<S: Read> WindowSource<S> {
     }
 }
 
-/// A chunk's output with its counts.
-type Counted<T> = (T, BatchCounts);
-
-/// A window's chunk outputs and its line count.
-type WindowOutputs<T> = (Vec<Counted<T>>, u64);
-
-/// A chunk's output, or its first bad line.
-type ChunkResult<T> = Result<Counted<T>, (u64, LineError)>;
-
 /// What a batch held, kept for [`ReadStats`] when the batch is mapped away.
 #[derive(Debug, Clone, Copy)]
 struct BatchCounts {
@@ -676,39 +698,62 @@ struct BatchCounts {
     decoded: DecodeStats,
 }
 
-struct WindowState<'a> {
+/// A window ready to decode: its lines counted chunk by chunk and its
+/// definitions registered, in file order, by the [`Planner`].
+struct Planned {
+    window: Window,
+    last: bool,
+    chunks: Vec<ChunkPlan>,
+    /// The lines of the window.
+    lines: u64,
+    /// Definitions that are new since the receiving decoder's last window
+    /// (by their first line), for its copy of the registry.
+    defined: Vec<NewDefinition>,
+}
+
+/// A chunk of a planned window.
+struct ChunkPlan {
+    /// Where the chunk ends in the window.
+    end: usize,
+    first_line: u64,
+    lines: u64,
+    /// The definitions on the chunk's lines, each registered or refused.
+    definitions: Vec<(u64, Result<(), String>)>,
+}
+
+/// A `context_id` defined for the first time: its ID, context and line.
+type NewDefinition = (String, std::sync::Arc<CorrelationContext>, u64);
+
+/// The serial part of decoding, on the reader thread: lines counted and
+/// definitions registered in file order, so that a decoder, with the
+/// definitions of every earlier window, decodes any window on its own.
+struct Planner<'a> {
     source_name: &'a str,
     registry: Registry,
     interner: Interner,
     chunk_bytes: usize,
-    fast: bool,
-    /// Whether the view path reads what it can.
-    views: bool,
     max_record: usize,
     /// The line the next window starts at.
     next_line: u64,
+    /// For each decoder, the definitions it has not yet been sent.
+    unseen: Vec<Vec<NewDefinition>>,
 }
 
 type DefinitionOutcome = Result<(String, std::sync::Arc<CorrelationContext>), String>;
 
-/// One chunk's share of phase 3: its text, first line, registered
-/// definitions and line count.
-type ChunkWork<'c, 'w> = (((&'c &'w [u8], &'c u64), &'c Vec<(u64, Result<(), String>)>), &'c u64);
-
-impl WindowState<'_> {
-    /// Decodes what the window source gave: the window's batches, mapped,
-    /// or the error (a read error, a line past the limit, a bad line) with
-    /// its line; `recycle` takes the spent window.
-    fn decode_message<L: ChunkSink>(
+impl Planner<'_> {
+    /// Plans what the window source gave, for decoder `decoder`: the
+    /// window, or the error (a read error, a line past the limit) with its
+    /// line.
+    fn plan(
         &mut self,
         message: io::Result<(Window, bool)>,
-        start: &(impl Fn() -> L + Sync),
-        recycle: impl FnOnce(Window),
-    ) -> Result<Decoded<L::Output>, ArtifactError> {
+        decoder: usize,
+    ) -> Result<Planned, ArtifactError> {
         let (window, last) = message.map_err(|error| {
             match error.get_ref().is_some_and(|inner| inner.is::<LineTooLong>()) {
                 // The unfinished line is the next one after every line
-                // decoded so far.
+                // counted so far.
                 true => ArtifactError::at_line(
                     self.source_name,
                     self.next_line,
@@ -718,85 +763,80 @@ impl WindowState<'_> {
                 false => ArtifactError::io(self.source_name, &error),
             }
         })?;
-        let (outputs, lines) = self.decode_window(window.text(), self.next_line, start)?;
-        self.next_line += lines;
-        let bytes = window.filled as u64;
-        recycle(window);
-        Ok(Decoded { outputs, bytes, lines, last })
+        let text = window.text();
+        let window_start = text.as_ptr() as usize;
+        let mut chunks = Vec::new();
+        let first_line = self.next_line;
+        for chunk in split_chunks(text, self.chunk_bytes) {
+            let (lines, found) = scan_chunk(chunk, &mut self.interner);
+            let mut definitions = Vec::with_capacity(found.len());
+            for (relative, outcome) in found {
+                let line = self.next_line + relative;
+                let outcome = outcome.and_then(|(id, context)| {
+                    if self.registry.define(&id, &context, line)? {
+                        for unseen in &mut self.unseen {
+                            unseen.push((id.clone(), std::sync::Arc::clone(&context), line));
+                        }
+                    }
+                    Ok(())
+                });
+                definitions.push((line, outcome));
+            }
+            let end = chunk.as_ptr() as usize + chunk.len() - window_start;
+            chunks.push(ChunkPlan { end, first_line: self.next_line, lines, definitions });
+            self.next_line += lines;
+        }
+        let defined = std::mem::take(&mut self.unseen[decoder]);
+        Ok(Planned { window, last, chunks, lines: self.next_line - first_line, defined })
     }
+}
 
-    /// Decodes a window's chunks in parallel; a window of one chunk on this
-    /// thread, which rayon would do too, but only after starting its pool.
-    fn decode_window<L: ChunkSink>(
+/// Decodes planned windows, one at a time, on one thread.
+#[derive(Clone)]
+struct WindowDecoder<'a> {
+    source_name: &'a str,
+    /// The definitions of every window sent to this decoder so far, and of
+    /// the windows between.
+    registry: Registry,
+    interner: Interner,
+    paths: Paths,
+}
+
+impl WindowDecoder<'_> {
+    /// Decodes a planned window's chunks against the registry, one sink per
+    /// chunk, and hands the spent window to `recycle`.
+    fn decode<L: ChunkSink>(
         &mut self,
-        window: &[u8],
-        first_line: u64,
-        start: &(impl Fn() -> L + Sync),
-    ) -> Result<WindowOutputs<L::Output>, ArtifactError> {
-        let chunks = split_chunks(window, self.chunk_bytes);
-        let parallel = chunks.len() > 1;
-        // Phase 1: count lines and find definitions, in parallel.
-        let scan = |interner: &mut Interner, chunk: &&[u8]| scan_chunk(chunk, interner);
-        let scans: Vec<(u64, Vec<(u64, DefinitionOutcome)>)> = if parallel {
-            chunks.par_iter().map_with(self.interner.clone(), scan).collect()
-        } else {
-            let mut interner = self.interner.clone();
-            chunks.iter().map(|chunk| scan(&mut interner, chunk)).collect()
-        };
-        // Phase 2: register definitions in file order.
-        let mut starts = Vec::with_capacity(chunks.len());
-        let mut counts = Vec::with_capacity(chunks.len());
-        let mut outcomes: Vec<Vec<(u64, Result<(), String>)>> = Vec::with_capacity(chunks.len());
-        let mut next_line = first_line;
-        for (count, definitions) in scans {
-            starts.push(next_line);
-            let mut chunk_outcomes = Vec::with_capacity(definitions.len());
-            for (relative, outcome) in definitions {
-                let line = next_line + relative;
-                let outcome = outcome.and_then(|(id, context)| self.registry.define(id, context, line));
-                chunk_outcomes.push((line, outcome));
-            }
-            outcomes.push(chunk_outcomes);
-            counts.push(count);
-            next_line += count;
+        planned: Planned,
+        start: &impl Fn() -> L,
+        recycle: impl FnOnce(Window),
+    ) -> Result<Decoded<L::Output>, ArtifactError> {
+        for (id, context, line) in &planned.defined {
+            // The planner's registry took it as new, and this copy holds
+            // the same definitions as that one did then.
+            let _ = self.registry.define(id, context, *line);
         }
-        // Phase 3: decode against the registry, and map, in parallel.
-        let registry = &self.registry;
-        let paths = Paths { fast: self.fast, views: self.views, max_record: self.max_record };
-        let decode = |interner: &mut Interner, (((chunk, first), definitions), lines): ChunkWork<'_, '_>| {
+        let text = planned.window.text();
+        let mut outputs = Vec::with_capacity(planned.chunks.len());
+        let mut from = 0;
+        for chunk in &planned.chunks {
             let mut sink = start();
-            let counts =
-                decode_chunk(chunk, (*first, *lines), definitions, registry, interner, paths, &mut sink)?;
-            Ok((sink.finish(&counts), counts))
-        };
-        let results: Vec<ChunkResult<L::Output>> = if parallel {
-            chunks
-                .par_iter()
-                .zip(starts.par_iter())
-                .zip(outcomes.par_iter())
-                .zip(counts.par_iter())
-                .map_with(self.interner.clone(), decode)
-                .collect()
-        } else {
-            let mut interner = self.interner.clone();
-            chunks
-                .iter()
-                .zip(&starts)
-                .zip(&outcomes)
-                .zip(&counts)
-                .map(|work| decode(&mut interner, work))
-                .collect()
-        };
-        let mut outputs = Vec::with_capacity(results.len());
-        for result in results {
-            match result {
-                Ok(output) => outputs.push(output),
-                Err((line, (kind, reason))) => {
-                    return Err(ArtifactError::at_line(self.source_name, line, kind, reason));
-                }
-            }
+            let counts = decode_chunk(
+                &text[from..chunk.end],
+                (chunk.first_line, chunk.lines),
+                &chunk.definitions,
+                &self.registry,
+                &mut self.interner,
+                self.paths,
+                &mut sink,
+            )
+            .map_err(|(line, (kind, reason))| ArtifactError::at_line(self.source_name, line, kind, reason))?;
+            outputs.push((sink.finish(&counts), counts));
+            from = chunk.end;
         }
-        Ok((outputs, next_line - first_line))
+        let bytes = planned.window.filled as u64;
+        recycle(planned.window);
+        Ok(Decoded { outputs, bytes, lines: planned.lines, last: planned.last })
     }
 }
 
@@ -823,8 +863,14 @@ fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, Definiti
     let escape = memmem::Finder::new(b"\\u00");
     let mut definitions = Vec::new();
     let mut count = 0;
-    // Most chunks hold no candidate at all: then only count their lines.
+    // Most chunks hold no candidate at all: then only count their lines,
+    // by their `\n`s alone where no `\r` may end one.
     let candidates = may_define(chunk, &literal, &escape);
+    if !candidates && memchr::memchr(b'\r', chunk).is_none() {
+        let ends = memchr::memchr_iter(b'\n', chunk).count() as u64;
+        let unterminated = chunk.last().is_some_and(|&byte| byte != b'\n');
+        return (ends + u64::from(unterminated), definitions);
+    }
     for (line, _) in Lines::new(chunk) {
         if candidates
             && may_define(line, &literal, &escape)

@@ -95,22 +95,23 @@ pub(crate) struct Registry {
 }
 
 impl Registry {
-    /// Records a definition at `line`; an ID already defined with another
-    /// context is stormlog's "conflicting context definition".
+    /// Records a definition at `line`: whether the ID is new (a repeat of
+    /// the same context changes nothing); an ID already defined with
+    /// another context is stormlog's "conflicting context definition".
     pub(crate) fn define(
         &mut self,
-        id: String,
-        context: Arc<CorrelationContext>,
+        id: &str,
+        context: &Arc<CorrelationContext>,
         line: u64,
-    ) -> Result<(), String> {
-        match self.definitions.get(&id) {
-            Some(previous) if *previous.context != *context => {
-                Err(format!("conflicting context definition: {}", tally_core::shown(&id)))
+    ) -> Result<bool, String> {
+        match self.definitions.get(id) {
+            Some(previous) if *previous.context != **context => {
+                Err(format!("conflicting context definition: {}", tally_core::shown(id)))
             }
-            Some(_) => Ok(()),
+            Some(_) => Ok(false),
             None => {
-                self.definitions.insert(id, Definition { line, context });
-                Ok(())
+                self.definitions.insert(id.to_owned(), Definition { line, context: Arc::clone(context) });
+                Ok(true)
             }
         }
     }

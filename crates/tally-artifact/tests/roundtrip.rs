@@ -401,3 +401,43 @@ fn ordinary_rows_take_the_view_path() {
         assert_eq!(read_as_views, expected, "{form}");
     }
 }
+
+/// A read's outcome in full: every record with its line, or the error.
+fn read_lines_of(bytes: &[u8], options: &ReadOptions) -> Result<Vec<(u64, String)>, String> {
+    let mut records = Vec::new();
+    read_batches(bytes, "prop", options, |batch| {
+        for (line, record) in batch.lines.iter().zip(&batch.records) {
+            records.push((*line, to_python_json(&Value::Object(record.to_record()), Separators::DEFAULT)));
+        }
+        Ok(())
+    })
+    .map_err(|error| error.to_string())?;
+    Ok(records)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Windows dealt out to any number of decoding threads read as one
+    /// thread reads them: the same records on the same lines, or the same
+    /// first error (a line broken anywhere, a definition among the rest).
+    #[test]
+    fn decoding_threads_do_not_change_the_read(
+        records in arb_records(16, false),
+        broken in proptest::option::of(0usize..40),
+        threads in 2usize..5,
+    ) {
+        let compact = encode_artifact(&records, Form::Compact).expect("encodes");
+        let mut text = String::from_utf8(compact).expect("artifacts are UTF-8");
+        if let Some(at) = broken {
+            let mut lines: Vec<&str> = text.lines().collect();
+            let at = at % (lines.len() + 1);
+            lines.insert(at, "{\"schema_version\": 4, \"event_type\": \"infer.iteration\"}");
+            text = lines.join("\n");
+        }
+        let options = |threads| ReadOptions { threads, ..tiny() };
+        let one = read_lines_of(text.as_bytes(), &options(1));
+        prop_assert!(broken.is_none() || one.is_err(), "the inserted line breaks a rule");
+        prop_assert_eq!(read_lines_of(text.as_bytes(), &options(threads)), one);
+    }
+}

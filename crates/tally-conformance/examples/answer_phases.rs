@@ -40,6 +40,7 @@ impl Timings {
             max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
             import: &import,
             keep_labels: false,
+            threads: 0,
             inline_small_inputs: true,
         };
         let started = Instant::now();

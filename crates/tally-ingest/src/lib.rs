@@ -92,6 +92,9 @@ pub struct RunOptions<'a> {
     /// [`StreamingResolver::keeping_labels`]), as the overlap breakdown
     /// needs; accounting does not, and is faster without them.
     pub keep_labels: bool,
+    /// Threads decoding each artifact ([`ReadOptions::threads`]; 0: one per
+    /// core). The result is the same whatever the number.
+    pub threads: usize,
     /// Whether a small artifact is read and decoded on the calling thread
     /// ([`ReadOptions::inline_small_inputs`]; the results are the same, and
     /// it is faster: off only to test the pipeline).
@@ -103,6 +106,7 @@ impl fmt::Debug for RunOptions<'_> {
         f.debug_struct("RunOptions")
             .field("max_record_bytes", &self.max_record_bytes)
             .field("keep_labels", &self.keep_labels)
+            .field("threads", &self.threads)
             .field("inline_small_inputs", &self.inline_small_inputs)
             .finish_non_exhaustive()
     }
@@ -333,6 +337,7 @@ pub fn resolve_inputs(
             window_bytes: WINDOW_BYTES,
             chunk_bytes: WINDOW_BYTES / 8,
             max_record_bytes: options.max_record_bytes,
+            threads: options.threads,
             inline_small_inputs: options.inline_small_inputs,
             ..ReadOptions::default()
         };
@@ -368,6 +373,7 @@ pub fn resolve_paths(paths: &[PathBuf]) -> Result<StreamedRun, RunError> {
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
         import: &import,
         keep_labels: false,
+        threads: 0,
         inline_small_inputs: true,
     };
     resolve_inputs(inputs, &options, &mut Unwatched)

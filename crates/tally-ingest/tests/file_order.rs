@@ -14,21 +14,23 @@ use tally_ingest::{RunOptions, Unwatched, default_import_options, open_inputs, r
 
 /// The run's accounting in full, or the rejection's message.
 fn resolve(paths: &[PathBuf], threads: usize) -> Result<String, String> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
-    pool.install(|| {
-        let import = |traces: &[&tally_trace::OpenedInput]| default_import_options(traces, None);
-        let options = RunOptions {
-            max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
-            import: &import,
-            keep_labels: false,
-            // The pipeline, with its decoding threads, even for small files.
-            inline_small_inputs: false,
-        };
-        let inputs = open_inputs(paths, None).map_err(|error| error.to_string())?;
-        let run = resolve_inputs(inputs, &options, &mut Unwatched).map_err(|error| error.to_string())?;
-        let report = AccountingReport::of(&run, &account_gpu_time(&run), true);
-        Ok(format!("{report:?}"))
-    })
+    let import = |traces: &[&tally_trace::OpenedInput]| {
+        let mut options = default_import_options(traces, None)?;
+        options.threads = threads;
+        Ok(options)
+    };
+    let options = RunOptions {
+        max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
+        import: &import,
+        keep_labels: false,
+        threads,
+        // The pipeline, with its decoding threads, even for small files.
+        inline_small_inputs: false,
+    };
+    let inputs = open_inputs(paths, None).map_err(|error| error.to_string())?;
+    let run = resolve_inputs(inputs, &options, &mut Unwatched).map_err(|error| error.to_string())?;
+    let report = AccountingReport::of(&run, &account_gpu_time(&run), true);
+    Ok(format!("{report:?}"))
 }
 
 proptest! {

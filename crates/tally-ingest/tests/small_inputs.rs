@@ -42,6 +42,7 @@ fn resolve(paths: &[PathBuf], inline_small_inputs: bool) -> Result<AccountingRep
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
         import: &import,
         keep_labels: false,
+        threads: 0,
         inline_small_inputs,
     };
     let inputs = open_inputs(paths, None).map_err(|error| ("input".to_owned(), error.to_string()))?;

@@ -900,15 +900,19 @@ impl StreamingResolver {
             known_requests[request as usize] = true;
         }
         // Memberships in stormlog's order: (session, producer, event_id).
+        // Namespaces are few (and numbered in u32, see `describe`): ranked
+        // once, they compare as integers.
         let names = &self.namespace_names;
+        let mut by_name: Vec<u32> = (0..names.len() as u32).collect();
+        by_name.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
+        let mut rank = vec![0u32; names.len()];
+        for (place, &namespace) in by_name.iter().enumerate() {
+            rank[namespace as usize] = place as u32;
+        }
         let event_ids = &self.event_ids;
         self.membership_rows.sort_by(|a, b| {
-            let (left, right) = (&names[a.namespace as usize], &names[b.namespace as usize]);
-            (&*left.0, &*left.1, event_ids.get(a.held.event_id)).cmp(&(
-                &*right.0,
-                &*right.1,
-                event_ids.get(b.held.event_id),
-            ))
+            (rank[a.namespace as usize], event_ids.get(a.held.event_id))
+                .cmp(&(rank[b.namespace as usize], event_ids.get(b.held.event_id)))
         });
         let iteration_known = |slot: u32| slot != NONE && iteration_of_slot[slot as usize] != NONE;
         let mut missing: Vec<Missing> = Vec::new();

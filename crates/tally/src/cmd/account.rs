@@ -91,6 +91,7 @@ pub(crate) fn resolve_files(
         max_record_bytes: limits.max_record_bytes,
         import: &import,
         keep_labels,
+        threads: trace.threads,
         inline_small_inputs: true,
     };
     resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {

@@ -52,7 +52,8 @@ pub struct TraceArgs {
     /// memory.
     #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = super::output::parse_size)]
     pub max_event_bytes: usize,
-    /// Traces read at once, each on a thread of its own (0: one per core).
+    /// Threads reading the inputs (0: one per core): traces read at once,
+    /// each on a thread of its own, and the threads decoding each artifact.
     /// The result is the same whatever the number.
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
