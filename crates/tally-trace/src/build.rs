@@ -931,7 +931,10 @@ impl Builder<'_> {
         put("event_loss", Value::Null);
         put("event_loss_note", Value::from("the trace does not report dropped CUPTI records"));
         put("skipped_events", json!(collected.skipped));
-        put("skipped_examples", json!(collected.examples));
+        put(
+            "skipped_examples",
+            json!(collected.examples.iter().map(ToString::to_string).collect::<Vec<_>>()),
+        );
         put("ignored_events", json!(collected.ignored));
         put("rounded_timestamps", Value::from(collected.rounded_timestamps));
         put("not_imported", json!(collected.not_imported));

@@ -243,7 +243,7 @@ pub(crate) struct Collected {
     /// trace's resolution is finer than its unit.
     pub(crate) sub_microsecond: bool,
     /// The first few messages about malformed events.
-    pub(crate) examples: Vec<String>,
+    pub(crate) examples: Vec<Example>,
     /// Notes for the summary (missing tables, unnamed devices, ...).
     pub(crate) notes: Vec<String>,
     /// Rows present in the source that no reader imports, by what they are.
@@ -253,12 +253,104 @@ pub(crate) struct Collected {
 /// How many malformed-event messages a summary keeps.
 const EXAMPLES: usize = 5;
 
+/// A message about a malformed or skipped event. Kineto's name the event
+/// by its index in `traceEvents`, kept apart from the text so that a part
+/// of the array read on its own thread (which does not know how many
+/// events came before it) can be renumbered when it is merged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Example {
+    pub(crate) event: Option<u64>,
+    pub(crate) text: String,
+}
+
+impl std::fmt::Display for Example {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.event {
+            Some(index) => write!(f, "traceEvents[{index}]{}", self.text),
+            None => f.write_str(&self.text),
+        }
+    }
+}
+
 impl Collected {
     pub(crate) fn skip(&mut self, reason: &str, example: impl FnOnce() -> String) {
+        self.skip_example(reason, || Example { event: None, text: example() });
+    }
+
+    /// [`Collected::skip`] of the Kineto event at `index`; `detail` follows
+    /// `traceEvents[index]` in the message.
+    pub(crate) fn skip_event(&mut self, reason: &str, index: u64, detail: impl FnOnce() -> String) {
+        self.skip_example(reason, || Example { event: Some(index), text: detail() });
+    }
+
+    fn skip_example(&mut self, reason: &str, example: impl FnOnce() -> Example) {
         *self.skipped.entry(reason.to_owned()).or_default() += 1;
         if self.examples.len() < EXAMPLES {
             self.examples.push(example());
         }
+    }
+
+    /// Appends what was read of a later part of the same trace, whose
+    /// first event is event `events_before` of the whole: the rows, counts
+    /// and messages are what one reading of both parts gives, names and
+    /// thread keys interned in the same order.
+    pub(crate) fn absorb(&mut self, later: Collected, events_before: u64) {
+        let names: Vec<u32> = later.names.strings.iter().map(|name| self.names.intern(name)).collect();
+        let strings: Vec<u32> = later.strings.strings.iter().map(|text| self.strings.intern(text)).collect();
+        let threads: Vec<u64> =
+            later.threads.texts.strings.iter().map(|text| self.threads.text(text)).collect();
+        let name = |id: u32| names.get(id as usize).copied().unwrap_or(id);
+        let string = |id: u32| strings.get(id as usize).copied().unwrap_or(id);
+        let thread = |key: u64| match ThreadKeys::as_number(key) {
+            Some(_) => key,
+            None => {
+                usize::try_from(key & !TEXT_KEY).ok().and_then(|id| threads.get(id)).copied().unwrap_or(key)
+            }
+        };
+        for row in later.gpu.into_rows() {
+            self.gpu.push(GpuEvent {
+                name: name(row.name),
+                device_uuid: string(row.device_uuid),
+                pid: if row.pid == NONE_U64 { row.pid } else { thread(row.pid) },
+                ..row
+            });
+        }
+        for row in later.runtime.into_rows() {
+            self.runtime.push(RuntimeRow {
+                name: name(row.name),
+                pid: thread(row.pid),
+                tid: thread(row.tid),
+                ..row
+            });
+        }
+        for row in later.spans {
+            self.spans.push(SpanRow {
+                name: name(row.name),
+                pid: thread(row.pid),
+                tid: thread(row.tid),
+                ..row
+            });
+        }
+        self.events_read += later.events_read;
+        for (reason, count) in later.skipped {
+            *self.skipped.entry(reason).or_default() += count;
+        }
+        for (what, count) in later.ignored {
+            *self.ignored.entry(what).or_default() += count;
+        }
+        for (what, count) in later.not_imported {
+            *self.not_imported.entry(what).or_default() += count;
+        }
+        self.rounded_timestamps += later.rounded_timestamps;
+        self.sub_microsecond |= later.sub_microsecond;
+        for example in later.examples {
+            if self.examples.len() >= EXAMPLES {
+                break;
+            }
+            let event = example.event.map(|index| index + events_before);
+            self.examples.push(Example { event, ..example });
+        }
+        self.notes.extend(later.notes);
     }
 
     pub(crate) fn ignore(&mut self, what: &str) {

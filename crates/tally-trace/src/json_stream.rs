@@ -8,7 +8,7 @@
 //! input; the reader then reads more and parses the value again. Only one
 //! value and one chunk are ever held, whatever the size of the document.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 
 use serde::de::DeserializeOwned;
 
@@ -54,6 +54,24 @@ pub(crate) struct JsonStream<R> {
     /// The longest value held to parse it; one past it is an error, so
     /// memory stays within about twice the limit whatever the document.
     max_value: usize,
+    /// An absolute offset the stream reads up to and no further while it
+    /// may be where another thread started reading ([`JsonStream::pause_at`]).
+    pause_at: u64,
+    /// Set by [`JsonStream::peek_element`] while it looks for an element.
+    at_element: bool,
+    /// The stream stopped at `pause_at`, before an element.
+    paused: bool,
+}
+
+/// What [`JsonStream::peek_element`] found.
+pub(crate) enum Element {
+    /// A byte that is not whitespace: the element's first (or whatever
+    /// stands in its place).
+    Byte,
+    /// The end of the document.
+    End,
+    /// The pause offset, reached where an element starts.
+    Paused,
 }
 
 /// The longest single value (an event, a header value) a stream holds by
@@ -83,7 +101,25 @@ impl<R: Read> JsonStream<R> {
             chunk,
             base_chunk: chunk,
             max_value: DEFAULT_MAX_VALUE,
+            pause_at: u64::MAX,
+            at_element: false,
+            paused: false,
         }
+    }
+
+    /// Reads no further than `offset` while the stream looks for an element
+    /// there: [`JsonStream::peek_element`] at `offset` answers
+    /// [`Element::Paused`]. Any other read that reaches `offset` (the bytes
+    /// there are not an element's start after all) lifts the pause, and the
+    /// stream reads on as if it had never been set.
+    pub(crate) fn pause_at(&mut self, offset: u64) {
+        self.pause_at = offset;
+    }
+
+    /// Goes on reading past the pause offset it stopped at.
+    pub(crate) fn unpause(&mut self) {
+        self.paused = false;
+        self.pause_at = u64::MAX;
     }
 
     /// The longest value this stream will hold.
@@ -100,8 +136,16 @@ impl<R: Read> JsonStream<R> {
     /// Reads at least one more chunk unless the source is exhausted; returns
     /// whether anything was read.
     fn fill(&mut self) -> Result<bool, StreamError> {
-        if self.eof {
+        if self.eof || self.paused {
             return Ok(false);
+        }
+        let read_to = self.base + self.end as u64;
+        if read_to >= self.pause_at {
+            if self.at_element {
+                self.paused = true;
+                return Ok(false);
+            }
+            self.pause_at = u64::MAX;
         }
         if self.start > 0 {
             self.buffer.copy_within(self.start..self.end, 0);
@@ -109,15 +153,16 @@ impl<R: Read> JsonStream<R> {
             self.end -= self.start;
             self.start = 0;
         }
-        let wanted = self.end + self.chunk;
+        let room = usize::try_from(self.pause_at - read_to).map_or(self.chunk, |room| room.min(self.chunk));
+        let wanted = self.end + room;
         if self.buffer.len() < wanted {
             self.buffer.resize(wanted, 0);
         }
         let before = self.end;
         // Decoders return small pieces; gather a good part of a chunk so a
         // value spanning the boundary is parsed again rarely.
-        while self.end - before < (self.chunk / 2).max(1) {
-            match self.source.read(&mut self.buffer[self.end..]) {
+        while self.end - before < (room / 2).max(1) {
+            match self.source.read(&mut self.buffer[self.end..wanted]) {
                 Ok(0) => {
                     self.eof = true;
                     break;
@@ -145,6 +190,19 @@ impl<R: Read> JsonStream<R> {
                 return Ok(None);
             }
         }
+    }
+
+    /// [`JsonStream::peek`] where an array's element starts: there, and only
+    /// there, the stream may stop at its pause offset.
+    pub(crate) fn peek_element(&mut self) -> Result<Element, StreamError> {
+        self.at_element = true;
+        let peeked = self.peek();
+        self.at_element = false;
+        Ok(match peeked? {
+            Some(_) => Element::Byte,
+            None if self.paused => Element::Paused,
+            None => Element::End,
+        })
     }
 
     /// Consumes the byte [`JsonStream::peek`] returned.
@@ -241,6 +299,20 @@ impl<R: Read> JsonStream<R> {
     /// Skips the next value, whatever it is.
     pub(crate) fn skip(&mut self) -> Result<(), StreamError> {
         self.owned::<serde::de::IgnoredAny>().map(|_| ())
+    }
+}
+
+impl<R: Read + Seek> JsonStream<R> {
+    /// Moves to the absolute `offset` of the source, dropping what was
+    /// buffered (and any pause): the next byte read is the one there.
+    pub(crate) fn resume_at(&mut self, offset: u64) -> Result<(), StreamError> {
+        self.source.seek(SeekFrom::Start(offset)).map_err(StreamError::Io)?;
+        self.base = offset;
+        self.start = 0;
+        self.end = 0;
+        self.eof = false;
+        self.unpause();
+        Ok(())
     }
 }
 

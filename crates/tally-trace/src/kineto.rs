@@ -18,10 +18,21 @@ use serde_json::{Map, Value};
 
 use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::decimal::{self, DecimalError};
-use crate::json_stream::{JsonStream, Parsed, StreamError, parse_one};
+use crate::json_stream::{Element, JsonStream, Parsed, StreamError, parse_one};
 use crate::ranges::SpanMatcher;
 
 mod scan;
+mod split;
+
+pub(crate) use split::{SPLIT_MIN_BYTES, read_kineto_split};
+
+/// What [`read_events`] does when its stream stops at its pause offset, an
+/// element's start (`collected` holds the events before it, `index` of
+/// them): the number of events from there to the end of the array when
+/// they were read elsewhere and merged (the stream then stands after the
+/// array's `]`), or `None` to read them here.
+type Resume<'a, R> =
+    dyn FnMut(&mut JsonStream<R>, &mut Collected, u64) -> Result<Option<u64>, KinetoError> + 'a;
 
 /// The top-level values of a Kineto trace the import uses.
 #[derive(Debug, Default)]
@@ -70,24 +81,27 @@ pub(crate) fn read_kineto<R: Read>(
     spans: &SpanMatcher,
     max_event_bytes: usize,
 ) -> Result<KinetoHeader, KinetoError> {
-    read_stream(JsonStream::new(source).with_max_value(max_event_bytes), collected, spans)
+    read_stream(JsonStream::new(source).with_max_value(max_event_bytes), collected, spans, &mut |_, _, _| {
+        Ok(None)
+    })
 }
 
 fn read_stream<R: Read>(
     mut stream: JsonStream<R>,
     collected: &mut Collected,
     spans: &SpanMatcher,
+    resume: &mut Resume<'_, R>,
 ) -> Result<KinetoHeader, KinetoError> {
     let mut header = KinetoHeader::default();
     match stream.peek()? {
         Some(b'{') => {
             stream.advance();
-            read_object(&mut stream, collected, spans, &mut header)?;
+            read_object(&mut stream, collected, spans, &mut header, resume)?;
         }
         // Chrome's JSON Array Format: the document is the event list.
         Some(b'[') => {
             stream.advance();
-            read_events(&mut stream, collected, spans)?;
+            read_events(&mut stream, collected, spans, resume)?;
             header.saw_events = true;
         }
         Some(_) => return Err(KinetoError::NotTrace("the document is not a JSON object".into())),
@@ -109,6 +123,7 @@ fn read_object<R: Read>(
     collected: &mut Collected,
     spans: &SpanMatcher,
     header: &mut KinetoHeader,
+    resume: &mut Resume<'_, R>,
 ) -> Result<(), KinetoError> {
     if stream.peek()? == Some(b'}') {
         stream.advance();
@@ -131,7 +146,7 @@ fn read_object<R: Read>(
         if stream.peek()?.is_none() {
             return Err(StreamError::Eof { offset: stream.offset() }.into());
         }
-        read_member(stream, &key, collected, spans, header)?;
+        read_member(stream, &key, collected, spans, header, resume)?;
         match stream.peek()? {
             Some(b',') => stream.advance(),
             Some(b'}') => {
@@ -150,6 +165,7 @@ fn read_member<R: Read>(
     collected: &mut Collected,
     spans: &SpanMatcher,
     header: &mut KinetoHeader,
+    resume: &mut Resume<'_, R>,
 ) -> Result<(), KinetoError> {
     match key {
         "traceEvents" => {
@@ -162,7 +178,7 @@ fn read_member<R: Read>(
                 // of a repeated key (and so stormlog reads only that one).
                 *collected = Collected::default();
             }
-            read_events(stream, collected, spans)?;
+            read_events(stream, collected, spans, resume)?;
             header.saw_events = true;
         }
         "baseTimeNanoseconds" => match stream.owned::<Box<RawValue>>()? {
@@ -189,19 +205,30 @@ fn read_member<R: Read>(
     Ok(())
 }
 
+/// Reads the elements of an array after its `[` through its `]`; returns
+/// how many there were.
 fn read_events<R: Read>(
     stream: &mut JsonStream<R>,
     collected: &mut Collected,
     spans: &SpanMatcher,
-) -> Result<(), KinetoError> {
+    resume: &mut Resume<'_, R>,
+) -> Result<u64, KinetoError> {
     if stream.peek()? == Some(b']') {
         stream.advance();
-        return Ok(());
+        return Ok(0);
     }
     let mut index: u64 = 0;
     loop {
-        if stream.peek()?.is_none() {
-            return Err(StreamError::Eof { offset: stream.offset() }.into());
+        match stream.peek_element()? {
+            Element::Byte => {}
+            Element::End => return Err(StreamError::Eof { offset: stream.offset() }.into()),
+            Element::Paused => {
+                match resume(stream, collected, index)? {
+                    Some(rest) => return Ok(index + rest),
+                    None => stream.unpause(),
+                }
+                continue;
+            }
         }
         let parsed = stream.value(|slice| {
             if let Some((event, used)) = scan::scan_event(slice) {
@@ -212,14 +239,14 @@ fn read_events<R: Read>(
         })?;
         if let Parsed::Mismatch(message, _) = parsed {
             collected.events_read += 1;
-            collected.skip("malformed event", || format!("traceEvents[{index}]: {message}"));
+            collected.skip_event("malformed event", index, || format!(": {message}"));
         }
         index += 1;
         match stream.peek()? {
             Some(b',') => stream.advance(),
             Some(b']') => {
                 stream.advance();
-                return Ok(());
+                return Ok(index);
             }
             Some(_) => return Err(stream.syntax("expected ',' or ']' after an event").into()),
             None => return Err(StreamError::Eof { offset: stream.offset() }.into()),
@@ -350,13 +377,13 @@ fn add_event(collected: &mut Collected, spans: &SpanMatcher, event: &RawEvent<'_
 
 /// The event's start and end in ns, or a counted skip.
 fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str) -> Option<(u64, u64)> {
-    let example = |what: &str| format!("traceEvents[{index}] {:?}: {what}", tally_core::shown(name));
+    let example = |what: &str| format!(" {:?}: {what}", tally_core::shown(name));
     let Some(ts) = event.ts.filter(|raw| *raw != "null") else {
-        collected.skip("missing ts", || example("no ts"));
+        collected.skip_event("missing ts", index, || example("no ts"));
         return None;
     };
     let Some(dur) = event.dur.filter(|raw| *raw != "null") else {
-        collected.skip("missing dur", || example("no dur"));
+        collected.skip_event("missing dur", index, || example("no dur"));
         return None;
     };
     let start = match decimal::micros_to_nanos(ts) {
@@ -367,7 +394,7 @@ fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str
                 DecimalError::OutOfRange => "ts out of range",
                 DecimalError::NotANumber => "invalid ts",
             };
-            collected.skip(reason, || example(&format!("ts {} is {error}", ts)));
+            collected.skip_event(reason, index, || example(&format!("ts {} is {error}", ts)));
             return None;
         }
     };
@@ -379,12 +406,12 @@ fn times(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &str
                 DecimalError::OutOfRange => "dur out of range",
                 DecimalError::NotANumber => "invalid dur",
             };
-            collected.skip(reason, || example(&format!("dur {} is {error}", dur)));
+            collected.skip_event(reason, index, || example(&format!("dur {} is {error}", dur)));
             return None;
         }
     };
     let Some(end) = start.value.checked_add(duration.value) else {
-        collected.skip("ts out of range", || example("ts + dur is beyond 2^64 ns"));
+        collected.skip_event("ts out of range", index, || example("ts + dur is beyond 2^64 ns"));
         return None;
     };
     collected.rounded_timestamps += u64::from(start.rounded) + u64::from(duration.rounded);
@@ -402,8 +429,8 @@ fn thread(collected: &mut Collected, event: &RawEvent<'_>, index: u64, name: &st
     match (key(&event.pid), key(&event.tid)) {
         (Some(pid), Some(tid)) => Some((pid, tid)),
         _ => {
-            collected.skip("missing pid or tid", || {
-                format!("traceEvents[{index}] {:?}: no pid or tid", tally_core::shown(name))
+            collected.skip_event("missing pid or tid", index, || {
+                format!(" {:?}: no pid or tid", tally_core::shown(name))
             });
             None
         }
@@ -699,7 +726,7 @@ mod tests {
             let header = read_kineto(text.as_bytes(), &mut whole, &matcher, crate::json_stream::DEFAULT_MAX_VALUE).unwrap();
             let mut cut = Collected::default();
             let stream = JsonStream::with_chunk(crate::json_stream::Trickle(text.as_bytes()), chunk);
-            let cut_header = read_stream(stream, &mut cut, &matcher).unwrap();
+            let cut_header = read_stream(stream, &mut cut, &matcher, &mut |_, _, _| Ok(None)).unwrap();
             proptest::prop_assert_eq!(header.base_ns, Some(12));
             proptest::prop_assert_eq!(cut_header.base_ns, Some(12));
             proptest::prop_assert_eq!(rows(&whole), rows(&cut));

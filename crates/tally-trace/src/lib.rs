@@ -717,31 +717,57 @@ pub(crate) fn import_file(
     let info = match format {
         TraceFormat::NsysSqlite => nsys::read_nsys(path, &mut collected, &matcher).map_err(fail)?,
         TraceFormat::KinetoJson { gzip } => {
-            let file = input.into_reader();
-            let source: Box<dyn Read> =
-                if gzip { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
-            let header = kineto::read_kineto(source, &mut collected, &matcher, options.max_event_bytes)
-                .map_err(|error| {
-                    fail(match error {
-                        KinetoError::Stream(StreamError::Io(error)) if gzip => TraceErrorKind::Gzip(error),
-                        KinetoError::Stream(StreamError::Io(error)) => TraceErrorKind::Io(error),
-                        KinetoError::Stream(StreamError::Syntax { offset, message }) => {
-                            TraceErrorKind::Json { offset, message }
-                        }
-                        KinetoError::Stream(StreamError::Eof { offset }) => {
-                            TraceErrorKind::Truncated { offset }
-                        }
-                        KinetoError::Stream(StreamError::TooLarge { offset, limit }) => {
-                            TraceErrorKind::ValueTooLarge { offset, limit }
-                        }
-                        KinetoError::NotTrace(reason) => TraceErrorKind::NotChromeTrace(reason),
-                        KinetoError::Header(message) => TraceErrorKind::Header(message),
-                    })
-                })?;
+            let read = match split_size(path, gzip, paths, options) {
+                // Reopened by path for each thread; the input's own handle
+                // (past the bytes the format was sniffed from) is not used.
+                Some(size) => {
+                    drop(input);
+                    kineto::read_kineto_split(
+                        &|| std::fs::File::open(path),
+                        size,
+                        &mut collected,
+                        &matcher,
+                        options.max_event_bytes,
+                    )
+                }
+                None => {
+                    let file = input.into_reader();
+                    let source: Box<dyn Read> =
+                        if gzip { Box::new(MultiGzDecoder::new(file)) } else { Box::new(file) };
+                    kineto::read_kineto(source, &mut collected, &matcher, options.max_event_bytes)
+                }
+            };
+            let header = read.map_err(|error| {
+                fail(match error {
+                    KinetoError::Stream(StreamError::Io(error)) if gzip => TraceErrorKind::Gzip(error),
+                    KinetoError::Stream(StreamError::Io(error)) => TraceErrorKind::Io(error),
+                    KinetoError::Stream(StreamError::Syntax { offset, message }) => {
+                        TraceErrorKind::Json { offset, message }
+                    }
+                    KinetoError::Stream(StreamError::Eof { offset }) => TraceErrorKind::Truncated { offset },
+                    KinetoError::Stream(StreamError::TooLarge { offset, limit }) => {
+                        TraceErrorKind::ValueTooLarge { offset, limit }
+                    }
+                    KinetoError::NotTrace(reason) => TraceErrorKind::NotChromeTrace(reason),
+                    KinetoError::Header(message) => TraceErrorKind::Header(message),
+                })
+            })?;
             kineto_info(header, &collected)
         }
     };
     build::build(&mut collected, &info, &file, options, &uuids, sink).map_err(fail)
+}
+
+/// The size of a plain trace worth reading on two threads
+/// ([`kineto::read_kineto_split`]): a regular file of at least
+/// [`kineto::SPLIT_MIN_BYTES`], in an import with a thread to spare (more
+/// threads than traces).
+fn split_size(path: &Path, gzip: bool, paths: &[PathBuf], options: &ImportOptions) -> Option<u64> {
+    if gzip || path.as_os_str() == "-" || options.threads_for(usize::MAX) <= paths.len().max(1) {
+        return None;
+    }
+    let metadata = std::fs::metadata(path).ok()?;
+    (metadata.is_file() && metadata.len() >= kineto::SPLIT_MIN_BYTES).then_some(metadata.len())
 }
 
 /// What a Kineto header says, in the terms of [`TraceInfo`].

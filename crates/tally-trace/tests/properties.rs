@@ -225,3 +225,49 @@ fn a_failing_trace_fails_the_parallel_import_as_one_at_a_time() {
     assert_eq!(messages[1], messages[0]);
     assert_eq!(messages[2], messages[0]);
 }
+
+/// A plain trace of at least `SPLIT_MIN_BYTES` is read on two threads when
+/// the import has one to spare: the records, the summary and, for the same
+/// trace cut short, the error are those of one thread. (The reader's own
+/// property tests move the split point everywhere; this one checks the
+/// import takes that path on a real trace and changes nothing.)
+#[test]
+fn a_large_plain_trace_read_on_two_threads_reads_as_on_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("large-20k-kernels.json");
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(
+        &mut flate2::read::GzDecoder::new(
+            std::fs::File::open(fixture("kineto/large-20k-kernels.json.gz")).unwrap(),
+        ),
+        &mut text,
+    )
+    .unwrap();
+    assert!(text.len() as u64 >= 16 << 20, "the fixture is large enough to be split");
+    std::fs::write(&plain, &text).unwrap();
+    let paths = [plain.clone()];
+    let (one, one_summary) = import_with(&paths, 1);
+    let (two, two_summary) = import_with(&paths, 2);
+    assert!(one.len() > 10_000);
+    assert_eq!(one, two);
+    assert_eq!(one_summary, two_summary);
+
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, &text[..text.len() * 3 / 4]).unwrap();
+    let messages: Vec<String> = [1, 2]
+        .into_iter()
+        .map(|threads| {
+            let mut options = options(Detail::Launch);
+            options.threads = threads;
+            let mut records = 0u64;
+            let error = tally_trace::import_traces(std::slice::from_ref(&cut), &options, &mut |_| {
+                records += 1;
+                Ok(())
+            })
+            .unwrap_err();
+            format!("{records} {error}")
+        })
+        .collect();
+    assert!(messages[0].contains("cut.json"), "{}", messages[0]);
+    assert_eq!(messages[1], messages[0]);
+}

@@ -24,7 +24,8 @@
 //!   diff-test-rank1; CPU ops, runtime calls and flow events as PyTorch
 //!   writes them, laid out as Kineto lays them out) concatenated into one
 //!   trace of at least 300 MB (5 MB with `--quick`), imported and accounted
-//!   on one core (target: at least 400 MB/s, RSS under a fifth); and
+//!   on one core (target: at least 400 MB/s, RSS under a fifth), and
+//!   accounted on two threads (the one trace read in two halves at once); and
 //!   `tally account` of large-20k-kernels itself beside stormlog's Kineto
 //!   import + resolution + accounting of the same file (target: at least 30
 //!   times stormlog's speed).
@@ -499,6 +500,13 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
         }
         ctx.record(row);
     }
+    // The same file on both cores: one trace's events are read on two
+    // threads (the second half beside the first).
+    let name = format!("real traces x copies ({megabytes} MB) account, two threads");
+    let (mut row, _) =
+        measured_row(ctx, name, Command::new(tally).args(["account", "--threads", "2"]).arg(&path), &made)?;
+    row.note += "; one trace read in two halves at once (the split reading); same result as one core";
+    ctx.record(row);
     let (fixture, bytes) = unpacked(ctx.scratch_dir(), REAL_SOURCES[0])?;
     // Its events are not counted: the row is about the ratio.
     let made = Generated { bytes, events: 0 };
