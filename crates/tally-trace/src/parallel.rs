@@ -14,7 +14,8 @@
 //! and a few batches: memory grows with the threads, not with the number
 //! of files.
 
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
+use std::ops::Deref;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -180,18 +181,26 @@ fn drain<B>(
     Ok(())
 }
 
-/// A reader that fails once the import has stopped, so a worker reading a
-/// later file gives up as soon as an earlier one failed.
-struct Stoppable {
-    inner: Box<dyn Read + Send>,
-    stop: Arc<AtomicBool>,
+/// A reader that fails once `stop` is set: a worker reading a later file
+/// gives up as soon as an earlier one failed, and the second reader of a
+/// split trace ([`crate::kineto::read_kineto_split`]) once the first no
+/// longer needs it.
+pub(crate) struct Stoppable<R, S> {
+    pub(crate) inner: R,
+    pub(crate) stop: S,
 }
 
-impl Read for Stoppable {
+impl<R: Read, S: Deref<Target = AtomicBool>> Read for Stoppable<R, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(io::Error::other("the import stopped"));
         }
         self.inner.read(buf)
+    }
+}
+
+impl<R: Seek, S> Seek for Stoppable<R, S> {
+    fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
+        self.inner.seek(position)
     }
 }

@@ -422,21 +422,32 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
 }
 
 /// One measured run of `command` with its CPU seconds in the note.
+/// A measured row of `command` over `made`, and what it printed (for
+/// checking that two ways of running it agree).
 fn measured_row(
     ctx: &BenchContext,
     name: String,
     command: &mut Command,
     made: &Generated,
-) -> anyhow::Result<(Row, f64)> {
+) -> anyhow::Result<(Row, String)> {
     let cpu_before = children_cpu_seconds();
-    let measure = ctx.run_measured(command)?;
+    let (measure, output) = ctx.run_measured_capture(command)?;
     let cpu = children_cpu_seconds() - cpu_before;
     let mut row = Row::new(name, measure);
     row.bytes = Some(made.bytes);
     row.items = Some(made.events);
     row.item_unit = "events";
     row.note = format!("cpu {cpu:.2} s = {:.0} MB/s of CPU time", made.bytes as f64 / 1e6 / cpu);
-    Ok((row, cpu))
+    Ok((row, output))
+}
+
+/// The note on a row that should print what another way of running printed.
+fn agreement(output: &str, expected: &str, other: &str) -> String {
+    if output == expected {
+        format!("same output as {other}")
+    } else {
+        format!("OUTPUT DIFFERS FROM {other}")
+    }
 }
 
 /// 16 rank traces imported and accounted together, on one thread and two.
@@ -445,6 +456,7 @@ fn run_ranks(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     let (paths, made) = rank_traces(ctx.scratch_dir(), rank_bytes)?;
     let megabytes = made.bytes / 1_000_000;
     let mut walls = Vec::new();
+    let mut outputs = Vec::new();
     for command in ["import", "account"] {
         for threads in [1, 2] {
             let mut run = Command::new(tally);
@@ -458,13 +470,15 @@ fn run_ranks(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
                 "16 ranks ({megabytes} MB) {shown}, {threads} thread{}",
                 if threads > 1 { "s" } else { "" }
             );
-            let (mut row, _) = measured_row(ctx, name, &mut run, &made)?;
+            let (mut row, output) = measured_row(ctx, name, &mut run, &made)?;
             walls.push(row.tally.seconds);
+            outputs.push(output);
             if threads == 2 {
                 let one = walls[walls.len() - 2];
                 row.note += &format!(
-                    "; {:.2}x the one-thread wall time; target: two threads faster than one, same result",
-                    one / row.tally.seconds
+                    "; {:.2}x the one-thread wall time; {}; target: two threads faster than one, same result",
+                    one / row.tally.seconds,
+                    agreement(&outputs[outputs.len() - 1], &outputs[outputs.len() - 2], "one thread"),
                 );
             }
             ctx.record(row);
@@ -481,6 +495,7 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     let megabytes = made.bytes / 1_000_000;
     let budget = made.bytes / 5;
     let target = format!("target: >= 400 MB/s on one core, rss < {} MB (a fifth)", budget / 1_000_000);
+    let mut one_core_account = String::new();
     for command in ["import", "account"] {
         let mut run = one_core(tally);
         run.arg(command);
@@ -490,7 +505,10 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
         run.arg(&path);
         let shown = if command == "import" { "import --dry-run" } else { "account" };
         let name = format!("real traces x copies ({megabytes} MB) {shown}, one core");
-        let (mut row, _) = measured_row(ctx, name, &mut run, &made)?;
+        let (mut row, output) = measured_row(ctx, name, &mut run, &made)?;
+        if command == "account" {
+            one_core_account = output;
+        }
         row.note += &format!("; {target}");
         if row.tally.peak_rss_bytes.is_some_and(|rss| rss >= budget) {
             row.note += "; RSS ABOVE TARGET";
@@ -503,9 +521,12 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     // The same file on both cores: one trace's events are read on two
     // threads (the second half beside the first).
     let name = format!("real traces x copies ({megabytes} MB) account, two threads");
-    let (mut row, _) =
+    let (mut row, output) =
         measured_row(ctx, name, Command::new(tally).args(["account", "--threads", "2"]).arg(&path), &made)?;
-    row.note += "; one trace read in two halves at once (the split reading); same result as one core";
+    row.note += &format!(
+        "; one trace read in two halves at once (the split reading); {}",
+        agreement(&output, &one_core_account, "one core")
+    );
     ctx.record(row);
     let (fixture, bytes) = unpacked(ctx.scratch_dir(), REAL_SOURCES[0])?;
     // Its events are not counted: the row is about the ratio.

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{KinetoError, KinetoHeader, Resume, read_events, read_stream};
 use crate::collect::Collected;
 use crate::json_stream::{JsonStream, StreamError};
+use crate::parallel::Stoppable;
 use crate::ranges::SpanMatcher;
 
 /// Plain traces smaller than this are read on one thread: a second one
@@ -150,27 +151,6 @@ fn read_rest<R: Read + Seek, F: Fn() -> io::Result<R>>(
     let mut collected = Collected::default();
     let events = read_events(&mut stream, &mut collected, spans, &mut |_, _, _| Ok(None)).ok()?;
     Some(Rest { collected, events, end: stream.offset() })
-}
-
-/// A reader that fails once the first thread no longer needs this one.
-struct Stoppable<'a, R> {
-    inner: R,
-    stop: &'a AtomicBool,
-}
-
-impl<R: Read> Read for Stoppable<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(io::Error::other("the reading stopped"));
-        }
-        self.inner.read(buf)
-    }
-}
-
-impl<R: Seek> Seek for Stoppable<'_, R> {
-    fn seek(&mut self, position: SeekFrom) -> io::Result<u64> {
-        self.inner.seek(position)
-    }
 }
 
 #[cfg(test)]
