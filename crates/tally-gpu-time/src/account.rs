@@ -179,6 +179,9 @@ struct DeviceWork<'a> {
     time: GpuTime,
     stream_index: FastHashMap<u64, u32>,
     streams: Vec<(u64, GpuTime)>,
+    /// The last stream looked up and its slot: a device's activities come
+    /// in runs on one stream.
+    last_stream: Option<(u64, u32)>,
 }
 
 #[derive(Debug)]
@@ -225,8 +228,11 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
     // Activities of one producer share one context, and its strings: remember
     // the last device clock by address to skip hashing it again.
     let mut last_clock: Option<(DeviceClock<'_>, u32)> = None;
-
-    for activity in graph.activity_facts() {
+    // Likewise the last (iteration, device) group: an iteration's kernels
+    // arrive together, and the lookup was a hash probe per activity.
+    let mut last_group: Option<((u32, u32), u32)> = None;
+    let activities = graph.counts().activities;
+    for (seen, activity) in graph.activity_facts().enumerate() {
         if !activity.attributed {
             unattributed.extend(activity.reference);
         }
@@ -245,10 +251,16 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
                 let device = *device_index.entry(clock).or_insert_with(|| {
                     devices.push(DeviceWork {
                         clock,
-                        items: Vec::new(),
+                        // Room for every activity still to come: address
+                        // space only until written, where growing by
+                        // doubling copied each device's intervals into
+                        // fresh pages again and again (a tenth of the
+                        // serial tail of the 150 MB bench artifact).
+                        items: Vec::with_capacity(activities.saturating_sub(seen)),
                         time: GpuTime::default(),
                         stream_index: FastHashMap::default(),
                         streams: Vec::new(),
+                        last_stream: None,
                     });
                     // At most one device per activity, and activities are
                     // fewer than u32::MAX (tally-resolve caps its tables).
@@ -265,7 +277,14 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
         let stream = match activity.stream_id {
             None => NONE,
             Some(stream_id) => {
-                let stream = stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
+                let stream = match work.last_stream {
+                    Some((known, stream)) if known == stream_id => stream,
+                    _ => {
+                        let stream = stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
+                        work.last_stream = Some((stream_id, stream));
+                        stream
+                    }
+                };
                 add(&mut work.streams[stream as usize].1, summed);
                 stream
             }
@@ -273,16 +292,24 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
         let group = match activity.iteration {
             None => NONE,
             Some(iteration) => {
-                let next = groups.len() as u32;
-                let group = *group_index.entry((iteration as u32, device)).or_insert(next);
-                if group == next {
-                    groups.push(GroupWork {
-                        iteration: iteration as u32,
-                        device,
-                        time: GpuTime::default(),
-                        sweep: UnionSweep::default(),
-                    });
-                }
+                let key = (iteration as u32, device);
+                let group = match last_group {
+                    Some((known, group)) if known == key => group,
+                    _ => {
+                        let next = groups.len() as u32;
+                        let group = *group_index.entry(key).or_insert(next);
+                        if group == next {
+                            groups.push(GroupWork {
+                                iteration: iteration as u32,
+                                device,
+                                time: GpuTime::default(),
+                                sweep: UnionSweep::default(),
+                            });
+                        }
+                        last_group = Some((key, group));
+                        group
+                    }
+                };
                 add(&mut groups[group as usize].time, summed);
                 group
             }

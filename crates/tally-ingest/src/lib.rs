@@ -19,6 +19,7 @@
 use std::fmt;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tally_artifact::{ArtifactError, ErrorKind, LineSink, ReadOptions, read_events};
@@ -177,17 +178,59 @@ pub fn for_each_trace_record<E: From<String>>(
 /// Imported trace records resolved at a time.
 const TRACE_BATCH: usize = 512;
 
-/// An import's records, prepared for the resolver where they are imported.
-struct TracePreparing {
-    /// The import's place among the run's inputs.
-    file: usize,
+/// Batches the resolver has emptied, for the decoding threads to fill again.
+///
+/// A fresh batch per chunk of lines was most of a run's page faults (a
+/// perf of `tally account` on the 150 MB v4 bench artifact: 28 000 minor
+/// faults, half of them in the batches' first writes and growth), since the
+/// allocator hands the freed pages back to the system at once
+/// (`tally`'s main). Batches in flight are bounded by the reader's windows,
+/// so the pool is too; [`BatchPool::MOST`] caps it all the same.
+#[derive(Default)]
+struct BatchPool {
+    emptied: Mutex<Vec<PreparedBatch>>,
 }
 
-impl RecordBatcher for TracePreparing {
+impl BatchPool {
+    /// The most batches kept.
+    const MOST: usize = 64;
+
+    /// An empty batch with room for about `events`, reused where one is
+    /// free.
+    fn take(&self, events: usize) -> PreparedBatch {
+        let reused = self.emptied.lock().ok().and_then(|mut emptied| emptied.pop());
+        match reused {
+            Some(mut batch) => {
+                batch.clear();
+                batch.reserve(events);
+                batch
+            }
+            None => PreparedBatch::with_capacity(events),
+        }
+    }
+
+    /// Gives a resolved batch back.
+    fn give(&self, batch: PreparedBatch) {
+        if let Ok(mut emptied) = self.emptied.lock()
+            && emptied.len() < Self::MOST
+        {
+            emptied.push(batch);
+        }
+    }
+}
+
+/// An import's records, prepared for the resolver where they are imported.
+struct TracePreparing<'p> {
+    /// The import's place among the run's inputs.
+    file: usize,
+    pool: &'p BatchPool,
+}
+
+impl RecordBatcher for TracePreparing<'_> {
     type Batch = PreparedBatch;
 
     fn batch(&self) -> PreparedBatch {
-        PreparedBatch::with_capacity(TRACE_BATCH)
+        self.pool.take(TRACE_BATCH)
     }
 
     fn add(
@@ -216,16 +259,17 @@ fn position(file: usize, line: u64) -> usize {
 
 /// A chunk of an artifact's lines, prepared for the resolver as they are
 /// decoded.
-struct Preparing {
+struct Preparing<'p> {
     file: usize,
     batch: PreparedBatch,
+    pool: &'p BatchPool,
 }
 
-impl LineSink for Preparing {
+impl LineSink for Preparing<'_> {
     type Output = PreparedBatch;
 
     fn reserve(&mut self, lines: usize) {
-        self.batch = PreparedBatch::with_capacity(lines);
+        self.batch = self.pool.take(lines);
     }
 
     fn record(&mut self, line: u64, record: InferenceRecord) {
@@ -250,15 +294,18 @@ pub fn resolve_inputs(
     watcher: &mut dyn Watcher,
 ) -> Result<StreamedRun, RunError> {
     // Tables sized once for about the records the plain files hold (a row
-    // is some hundreds of bytes), instead of rehashed at every doubling.
+    // is some hundreds of bytes: 578 on average in the bench's v4 artifact,
+    // more in v2), instead of rehashed at every doubling; a high guess
+    // costs address space, not memory.
     let plain_bytes: u64 = inputs
         .iter()
         .filter(|input| !input.is_trace())
         .filter_map(|input| std::fs::metadata(input.path()).ok())
         .map(|meta| meta.len())
         .sum();
-    let expected_records = usize::try_from(plain_bytes / 600).unwrap_or(0).min(1 << 26);
+    let expected_records = usize::try_from(plain_bytes / 500).unwrap_or(0).min(1 << 26);
     let mut resolver = StreamingResolver::with_capacity(expected_records);
+    let pool = BatchPool::default();
     if options.keep_labels {
         resolver = resolver.keeping_labels();
     }
@@ -303,7 +350,7 @@ pub fn resolve_inputs(
                 // Imported records are prepared on the threads that import
                 // them and resolved a batch at a time, as artifact windows
                 // are: the resolver touches a batch's table slots together.
-                let batcher = TracePreparing { file };
+                let batcher = TracePreparing { file, pool: &pool };
                 let outcome = tally_trace::import_in_batches(
                     std::mem::take(&mut traces),
                     &import,
@@ -313,10 +360,12 @@ pub fn resolve_inputs(
                         // before the trace (positions' lines are the low
                         // bits, far from full).
                         batch.shift_records(before as usize);
-                        resolver.push_prepared(&batch).map_err(|error| {
+                        let pushed = resolver.push_prepared(&batch).map_err(|error| {
                             rejected = Some(error);
                             "resolution stopped".into()
-                        })
+                        });
+                        pool.give(batch);
+                        pushed
                     },
                 );
                 if let Some(error) = rejected {
@@ -345,9 +394,11 @@ pub fn resolve_inputs(
         // copied into its compact form, on the decoding threads: the
         // resolver is the serial part of the pipeline, and is left only the
         // lookups.
-        let start = || Preparing { file, batch: PreparedBatch::default() };
+        let start = || Preparing { file, batch: PreparedBatch::default(), pool: &pool };
         let outcome = read_events(reader, &name, &read_options, start, |prepared| {
-            if let Err(error) = resolver.push_prepared(&prepared) {
+            let pushed = resolver.push_prepared(&prepared);
+            pool.give(prepared);
+            if let Err(error) = pushed {
                 rejected = Some(error);
                 // Stop reading: the first rejection is the answer.
                 return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));

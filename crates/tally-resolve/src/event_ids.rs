@@ -49,6 +49,12 @@ pub(crate) enum StoredId<'a> {
 }
 
 impl EventIds {
+    /// Room for `count` more IDs' entries (the text of IDs kept as text
+    /// grows as it must: most are numbered and take none).
+    pub(crate) fn reserve(&mut self, count: usize) {
+        self.entries.reserve(count);
+    }
+
     pub(crate) fn push(&mut self, id: &str) -> u32 {
         let entry = match self.numbered(id) {
             Some(entry) => entry,

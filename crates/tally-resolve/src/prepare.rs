@@ -16,6 +16,10 @@ use tally_core::{ActivityDomain, BusyIntervals, ContentHasher, CorrelationContex
 use crate::AsCorrelationEvent;
 use crate::fingerprint::{content_fingerprint, context_fingerprint, reference};
 
+/// Bytes of kept strings a batch makes room for per event (an activity
+/// row's references, kind and name come to about that).
+const TEXT_PER_EVENT: usize = 96;
+
 /// A string in a batch's text: start and length.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Str {
@@ -150,11 +154,17 @@ impl PreparedBatch {
     /// An empty batch with room for about `events` events.
     pub fn with_capacity(events: usize) -> Self {
         Self {
-            text: String::with_capacity(events * 96),
+            text: String::with_capacity(events * TEXT_PER_EVENT),
             contexts: Vec::new(),
             intervals: Vec::new(),
             events: Vec::with_capacity(events),
         }
+    }
+
+    /// Makes room for about `events` more events.
+    pub fn reserve(&mut self, events: usize) {
+        self.text.reserve(events * TEXT_PER_EVENT);
+        self.events.reserve(events);
     }
 
     /// Events prepared.

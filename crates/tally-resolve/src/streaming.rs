@@ -13,7 +13,7 @@
 //! memberships and alignments are keyed exactly.
 
 use std::collections::hash_map::Entry;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use std::hash::Hasher;
 
@@ -353,7 +353,7 @@ struct StageRow {
     iteration: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 struct MembershipRow {
     held: Held,
     namespace: u32,
@@ -517,6 +517,7 @@ impl StreamingResolver {
     pub fn with_capacity(records: usize) -> Self {
         let mut resolver = Self::default();
         resolver.seen.reserve(records);
+        resolver.event_ids.reserve(records);
         resolver.activities.reserve(records);
         resolver
     }
@@ -899,9 +900,11 @@ impl StreamingResolver {
         for &request in &self.request_slots {
             known_requests[request as usize] = true;
         }
-        // Memberships in stormlog's order: (session, producer, event_id).
-        // Namespaces are few (and numbered in u32, see `describe`): ranked
-        // once, they compare as integers.
+        // Memberships are put in stormlog's order, (session, producer,
+        // event_id), when they are first read ([`Memberships::sorted`]):
+        // accounting never reads them, and the sort was a third of the
+        // serial tail of `tally account`. Namespaces are few (and numbered
+        // in u32, see `describe`): ranked once, they compare as integers.
         let names = &self.namespace_names;
         let mut by_name: Vec<u32> = (0..names.len() as u32).collect();
         by_name.sort_unstable_by(|&a, &b| names[a as usize].cmp(&names[b as usize]));
@@ -910,10 +913,6 @@ impl StreamingResolver {
             rank[namespace as usize] = place as u32;
         }
         let event_ids = &self.event_ids;
-        self.membership_rows.sort_by(|a, b| {
-            (rank[a.namespace as usize], event_ids.get(a.held.event_id))
-                .cmp(&(rank[b.namespace as usize], event_ids.get(b.held.event_id)))
-        });
         let iteration_known = |slot: u32| slot != NONE && iteration_of_slot[slot as usize] != NONE;
         let mut missing: Vec<Missing> = Vec::new();
         for row in &self.membership_rows {
@@ -974,7 +973,12 @@ impl StreamingResolver {
             unresolved_ids,
             iteration_of_slot,
             iteration_rows: self.iteration_rows,
-            membership_rows: self.membership_rows,
+            memberships: Memberships {
+                rows: self.membership_rows,
+                rank,
+                event_ids: self.event_ids,
+                sorted: OnceLock::new(),
+            },
             activity_rows: self.activity_rows,
             intervals: self.intervals,
             kept_refs: self.kept_refs,
@@ -1046,7 +1050,7 @@ pub struct StreamedRun {
     unresolved_ids: Vec<Box<str>>,
     iteration_of_slot: Vec<u32>,
     iteration_rows: Vec<IterationRow>,
-    membership_rows: Vec<MembershipRow>,
+    memberships: Memberships,
     activity_rows: Chunked<ActivityRow>,
     intervals: Vec<Interval>,
     kept_refs: Vec<EntityRef>,
@@ -1058,6 +1062,33 @@ pub struct StreamedRun {
     activity_labels: Option<Chunked<ActivityLabels>>,
     scopes: Vec<Arc<EntityRef>>,
     alignments: Vec<AlignmentSlots>,
+}
+
+/// A run's memberships as they arrived, and what puts them in stormlog's
+/// order when they are first read.
+#[derive(Debug)]
+struct Memberships {
+    rows: Vec<MembershipRow>,
+    /// Each namespace's place among the namespaces sorted by name.
+    rank: Vec<u32>,
+    event_ids: EventIds,
+    sorted: OnceLock<Vec<MembershipRow>>,
+}
+
+impl Memberships {
+    /// The rows in stormlog's order, (session, producer, event_id), sorted
+    /// on the first call.
+    fn sorted(&self) -> &[MembershipRow] {
+        self.sorted.get_or_init(|| {
+            let (rank, event_ids) = (&self.rank, &self.event_ids);
+            let mut rows = self.rows.clone();
+            rows.sort_by(|a, b| {
+                (rank[a.namespace as usize], event_ids.get(a.held.event_id))
+                    .cmp(&(rank[b.namespace as usize], event_ids.get(b.held.event_id)))
+            });
+            rows
+        })
+    }
 }
 
 impl StreamedRun {
@@ -1125,7 +1156,7 @@ impl ResolvedEvidence for StreamedRun {
     }
 
     fn membership_facts(&self) -> impl Iterator<Item = MembershipFacts<'_>> + '_ {
-        self.membership_rows.iter().map(|row| MembershipFacts {
+        self.memberships.sorted().iter().map(|row| MembershipFacts {
             request_ref: &self.request_refs[row.request as usize],
             attempt_ref: (row.attempt != NONE).then(|| &*self.attempt_refs[row.attempt as usize]),
             iteration_ref: &self.iteration_refs[row.iteration as usize],
