@@ -158,6 +158,11 @@ impl<'a> RunAccounting<'a> {
     }
 }
 
+/// The most intervals a device's list reserves before it is known to need
+/// them (6 MiB of address space; a list past it grows by doubling): a run of
+/// many devices must not ask for room for every activity on each.
+const RESERVED_ITEMS: usize = 1 << 18;
+
 /// Marks "none" in the `u32` links of [`Item`].
 const NONE: u32 = u32::MAX;
 
@@ -251,12 +256,13 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
                 let device = *device_index.entry(clock).or_insert_with(|| {
                     devices.push(DeviceWork {
                         clock,
-                        // Room for every activity still to come: address
-                        // space only until written, where growing by
-                        // doubling copied each device's intervals into
-                        // fresh pages again and again (a tenth of the
-                        // serial tail of the 150 MB bench artifact).
-                        items: Vec::with_capacity(activities.saturating_sub(seen)),
+                        // Room for every activity still to come, up to
+                        // RESERVED_ITEMS: address space only until written,
+                        // where growing by doubling copied each device's
+                        // intervals into fresh pages again and again (a
+                        // tenth of the serial tail of the 150 MB bench
+                        // artifact).
+                        items: Vec::with_capacity(activities.saturating_sub(seen).min(RESERVED_ITEMS)),
                         time: GpuTime::default(),
                         stream_index: FastHashMap::default(),
                         streams: Vec::new(),

@@ -185,7 +185,9 @@ const TRACE_BATCH: usize = 512;
 /// faults, half of them in the batches' first writes and growth), since the
 /// allocator hands the freed pages back to the system at once
 /// (`tally`'s main). Batches in flight are bounded by the reader's windows,
-/// so the pool is too; [`BatchPool::MOST`] caps it all the same.
+/// so the pool is too; [`BatchPool::MOST`] caps it all the same, and a
+/// batch grown past [`BatchPool::LARGEST`] by one huge record is let go
+/// rather than kept.
 #[derive(Default)]
 struct BatchPool {
     emptied: Mutex<Vec<PreparedBatch>>,
@@ -194,6 +196,9 @@ struct BatchPool {
 impl BatchPool {
     /// The most batches kept.
     const MOST: usize = 64;
+    /// The largest batch kept, in bytes of room (a 64 KB chunk's batch has
+    /// about 50 KB).
+    const LARGEST: usize = 1 << 20;
 
     /// An empty batch with room for about `events`, reused where one is
     /// free.
@@ -211,6 +216,9 @@ impl BatchPool {
 
     /// Gives a resolved batch back.
     fn give(&self, batch: PreparedBatch) {
+        if batch.capacity_bytes() > Self::LARGEST {
+            return;
+        }
         if let Ok(mut emptied) = self.emptied.lock()
             && emptied.len() < Self::MOST
         {
@@ -295,8 +303,9 @@ pub fn resolve_inputs(
 ) -> Result<StreamedRun, RunError> {
     // Tables sized once for about the records the plain files hold (a row
     // is some hundreds of bytes: 578 on average in the bench's v4 artifact,
-    // more in v2), instead of rehashed at every doubling; a high guess
-    // costs address space, not memory.
+    // more in v2), instead of rehashed at every doubling. A high guess costs
+    // the key indexes' slots, filled at once (8 bytes each); a low one, the
+    // rehashes.
     let plain_bytes: u64 = inputs
         .iter()
         .filter(|input| !input.is_trace())

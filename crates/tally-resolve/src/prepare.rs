@@ -167,6 +167,15 @@ impl PreparedBatch {
         self.events.reserve(events);
     }
 
+    /// The bytes its buffers have room for: what keeping it for reuse
+    /// holds.
+    pub fn capacity_bytes(&self) -> usize {
+        self.text.capacity()
+            + self.contexts.capacity() * size_of::<PreparedContext>()
+            + self.intervals.capacity() * size_of::<Interval>()
+            + self.events.capacity() * size_of::<PreparedEvent>()
+    }
+
     /// Events prepared.
     pub fn len(&self) -> usize {
         self.events.len()
