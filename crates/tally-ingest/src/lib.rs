@@ -314,10 +314,10 @@ pub fn resolve_inputs(
         .sum();
     let expected_records = usize::try_from(plain_bytes / 500).unwrap_or(0).min(1 << 26);
     let mut resolver = StreamingResolver::with_capacity(expected_records);
-    let pool = BatchPool::default();
     if options.keep_labels {
         resolver = resolver.keeping_labels();
     }
+    let pool = BatchPool::default();
     let mut names: Vec<String> = Vec::new();
     let locate = |names: &[String], error: ResolveError| {
         let record = error.record();

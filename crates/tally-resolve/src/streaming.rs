@@ -902,7 +902,7 @@ impl StreamingResolver {
         }
         // Memberships are put in stormlog's order, (session, producer,
         // event_id), when they are first read ([`Memberships::sorted`]):
-        // accounting never reads them, and the sort was a third of the
+        // accounting never reads them, and the sort was a quarter of the
         // serial tail of `tally account`. Namespaces are few (and numbered
         // in u32, see `describe`): ranked once, they compare as integers.
         let names = &self.namespace_names;

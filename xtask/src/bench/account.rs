@@ -10,8 +10,9 @@
 //! 18): reading it, finding its line ends, and parsing every line as JSON
 //! into nothing, each as MB/s and as a ratio of tally account's time, so
 //! the distance to parsing-bound is printed, not guessed. The limit phases
-//! run between tally's runs, so both are measured in the same minutes. The artifact is
-//! read in both forms: v4 (compact) and its v2 twin (embedded contexts).
+//! run between tally's runs, so both are measured in the same minutes. The
+//! artifact is read in both forms: v4 (compact) and its v2 twin (embedded
+//! contexts).
 //!
 //! Targets (issues 3 and 18): at least 100 times stormlog's speed with under
 //! a quarter of its peak RSS, within twice the all-cores JSON parse, at
@@ -164,14 +165,10 @@ fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> any
     Ok(())
 }
 
-/// The phases of tally-artifact's `parse_limit` example, in its output's
-/// keys, with what each row calls them.
-const LIMIT_PHASES: [(&str, &str); 4] = [
-    ("read_seconds", "read into a buffer (page cache)"),
-    ("line_ends_seconds", "line ends (memchr)"),
-    ("json_ignored_one_core_seconds", "JSON parse into IgnoredAny, 1 core"),
-    ("json_ignored_all_cores_seconds", "JSON parse into IgnoredAny, all cores"),
-];
+/// The phases of tally-artifact's `parse_limit` example, by their keys in
+/// its output.
+const LIMIT_PHASES: [&str; 4] =
+    ["read_seconds", "line_ends_seconds", "json_ignored_one_core_seconds", "json_ignored_all_cores_seconds"];
 
 /// The best seconds of each limit phase over the runs so far, and the
 /// cores the last run parsed on.
@@ -183,7 +180,7 @@ struct LimitPhases {
 
 impl LimitPhases {
     fn keep_best(&mut self, result: &Value) -> anyhow::Result<()> {
-        for (best, (key, _)) in self.best.iter_mut().zip(LIMIT_PHASES) {
+        for (best, key) in self.best.iter_mut().zip(LIMIT_PHASES) {
             let seconds = json_f64(result, key, "parse_limit output")?;
             *best = Some(best.map_or(seconds, |known: f64| known.min(seconds)));
         }
@@ -196,12 +193,14 @@ impl LimitPhases {
 /// `parse_limit` example run beside tally's runs: each phase as MB/s and as
 /// the share of tally account's wall time it would take alone.
 fn limit(ctx: &mut BenchContext, limits: &LimitPhases, bytes: u64, tally_seconds: f64, label: &str) {
-    for (best, (key, what)) in limits.best.iter().zip(LIMIT_PHASES) {
+    let names = [
+        "read into a buffer (page cache)".to_owned(),
+        "line ends (memchr)".to_owned(),
+        "JSON parse into IgnoredAny, 1 core".to_owned(),
+        format!("JSON parse into IgnoredAny, {} cores", limits.cores),
+    ];
+    for ((best, key), what) in limits.best.iter().zip(LIMIT_PHASES).zip(names) {
         let Some(seconds) = *best else { continue };
-        let what = match key {
-            "json_ignored_all_cores_seconds" => format!("JSON parse into IgnoredAny, {} cores", limits.cores),
-            _ => what.to_owned(),
-        };
         let mut row =
             Row::new(format!("  limit ({label}): {what}"), Measure { seconds, peak_rss_bytes: None });
         row.bytes = Some(bytes);
