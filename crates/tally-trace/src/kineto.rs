@@ -218,6 +218,7 @@ fn read_events<R: Read>(
         return Ok(0);
     }
     let mut index: u64 = 0;
+    let mut layout = scan::Layout::default();
     loop {
         match stream.peek_element()? {
             Element::Byte => {}
@@ -231,7 +232,7 @@ fn read_events<R: Read>(
             }
         }
         let parsed = stream.value(|slice| {
-            if let Some((event, used)) = scan::scan_event(slice) {
+            if let Some((event, used)) = scan::scan_event(slice, &mut layout) {
                 add_event(collected, spans, &event, index);
                 return Ok(Parsed::Value((), used));
             }

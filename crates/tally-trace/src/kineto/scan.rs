@@ -27,9 +27,9 @@ const MAX_DEPTH: u32 = 96;
 /// key and each string it keeps, and an event that is all valid passes both.
 /// An event with invalid UTF-8 anywhere (even where serde would not look) is
 /// serde's.
-pub(super) fn scan_event(bytes: &[u8]) -> Option<(RawEvent<'_>, usize)> {
+pub(super) fn scan_event<'a>(bytes: &'a [u8], layout: &mut Layout) -> Option<(RawEvent<'a>, usize)> {
     let mut scanner = Scanner { bytes, at: 0 };
-    let found = scanner.event()?;
+    let found = scanner.event(layout)?;
     let used = scanner.at;
     let text = std::str::from_utf8(&bytes[..used]).ok()?;
     // Every range ends at an ASCII quote or delimiter and starts after one,
@@ -98,6 +98,154 @@ const SPECIAL: [bool; 256] = {
     }
     table
 };
+
+/// The separators met in the events read so far: the bytes from the end of
+/// one member's value (or the object's `{`) to the start of the next one's
+/// (`, "cat": `), with the key they name, by the member's position.
+///
+/// A trace writes its events in a few shapes with the same keys, order and
+/// spacing, so the bytes after a value are nearly always a separator seen
+/// there before; one comparison of them then stands for the whitespace, the
+/// comma, the key, its quotes and the colon. That is exact: those bytes are
+/// read from the same state (after a value, inside the object) every time,
+/// and the same bytes read from the same state read the same way. A miss
+/// reads the member as before and remembers its separator.
+#[derive(Default)]
+pub(super) struct Layout {
+    event: Guesses<Field>,
+    args: Guesses<ArgField>,
+}
+
+/// A member of an event that the import keeps.
+#[derive(Clone, Copy, Default)]
+enum Field {
+    Ph,
+    Cat,
+    Name,
+    Pid,
+    Tid,
+    Ts,
+    Dur,
+    Args,
+    #[default]
+    Other,
+}
+
+impl Field {
+    fn of(key: &[u8]) -> Self {
+        match key {
+            b"ph" => Self::Ph,
+            b"cat" => Self::Cat,
+            b"name" => Self::Name,
+            b"pid" => Self::Pid,
+            b"tid" => Self::Tid,
+            b"ts" => Self::Ts,
+            b"dur" => Self::Dur,
+            b"args" => Self::Args,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// A member of `args` that the import reads.
+#[derive(Clone, Copy, Default)]
+enum ArgField {
+    Device,
+    Stream,
+    Correlation,
+    GraphId,
+    #[default]
+    Other,
+}
+
+impl ArgField {
+    fn of(key: &[u8]) -> Self {
+        match key {
+            b"device" => Self::Device,
+            b"stream" => Self::Stream,
+            b"correlation" => Self::Correlation,
+            b"graph id" => Self::GraphId,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// Separators longer than this are read every time.
+const GUESSED_BYTES: usize = 32;
+/// Members past this position are read every time (the memory stays small
+/// whatever the events hold).
+const GUESSED_MEMBERS: usize = 48;
+/// Separators remembered per position: real traces interleave three or four
+/// shapes of event (operators, flow starts and ends, instants).
+const WAYS: usize = 4;
+
+/// The separators remembered for each member position.
+struct Guesses<K> {
+    slots: Vec<([Guess<K>; WAYS], usize)>,
+}
+
+impl<K> Default for Guesses<K> {
+    fn default() -> Self {
+        Self { slots: Vec::new() }
+    }
+}
+
+/// One remembered separator: its bytes as two little-endian words, a mask
+/// of its length, and the key it names. A zero `length` is an empty way (a
+/// separator holds at least a key's two quotes and a colon).
+#[derive(Clone, Copy, Default)]
+struct Guess<K> {
+    text: [u128; 2],
+    mask: [u128; 2],
+    length: usize,
+    key: K,
+}
+
+impl<K: Copy + Default> Guesses<K> {
+    /// The key of the separator at the start of `bytes`, if one remembered
+    /// for `member` is there, and its length.
+    fn find(&self, member: usize, bytes: &[u8]) -> Option<(K, usize)> {
+        let (ways, _) = self.slots.get(member)?;
+        let words = bytes.get(..GUESSED_BYTES)?;
+        let (low, high) = words.split_at(16);
+        let low = u128::from_le_bytes(low.try_into().ok()?);
+        let high = u128::from_le_bytes(high.try_into().ok()?);
+        ways.iter()
+            .find(|guess| {
+                guess.length != 0
+                    && (low ^ guess.text[0]) & guess.mask[0] == 0
+                    && (high ^ guess.text[1]) & guess.mask[1] == 0
+            })
+            .map(|guess| (guess.key, guess.length))
+    }
+
+    /// Remembers `separator` for `member`, in place of the oldest one there.
+    fn remember(&mut self, member: usize, separator: &[u8], key: K) {
+        if member >= GUESSED_MEMBERS || separator.is_empty() || separator.len() > GUESSED_BYTES {
+            return;
+        }
+        if self.slots.len() <= member {
+            self.slots.resize_with(member + 1, || ([Guess::default(); WAYS], 0));
+        }
+        let mut padded = [0u8; GUESSED_BYTES];
+        padded[..separator.len()].copy_from_slice(separator);
+        let mut mask = [0u8; GUESSED_BYTES];
+        mask[..separator.len()].fill(0xff);
+        let word = |bytes: &[u8; GUESSED_BYTES], half: usize| {
+            let mut word = [0u8; 16];
+            word.copy_from_slice(&bytes[half * 16..half * 16 + 16]);
+            u128::from_le_bytes(word)
+        };
+        let (ways, oldest) = &mut self.slots[member];
+        ways[*oldest] = Guess {
+            text: [word(&padded, 0), word(&padded, 1)],
+            mask: [word(&mask, 0), word(&mask, 1)],
+            length: separator.len(),
+            key,
+        };
+        *oldest = (*oldest + 1) % WAYS;
+    }
+}
 
 struct Scanner<'a> {
     bytes: &'a [u8],
@@ -267,7 +415,26 @@ impl<'a> Scanner<'a> {
         Some(((start, self.at), integer))
     }
 
+    /// Moves past a run of decimal digits, eight at a time: timestamps have
+    /// sixteen.
     fn digits(&mut self) {
+        const ONES: u64 = u64::MAX / 255;
+        while let Some(chunk) = self.bytes.get(self.at..self.at + 8) {
+            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
+            let word = u64::from_le_bytes(chunk);
+            // A digit is 0x30-0x39: high nibble 3, and still 3 with 6 added.
+            // Adding may carry out of a byte only from a non-digit, into the
+            // bytes after it, so the first byte flagged is the first
+            // non-digit.
+            let high = ONES * 0xf0;
+            let threes = ONES * 0x30;
+            let non_digit = ((word & high) ^ threes) | ((word.wrapping_add(ONES * 0x06) & high) ^ threes);
+            if non_digit != 0 {
+                self.at += (non_digit.trailing_zeros() / 8) as usize;
+                return;
+            }
+            self.at += 8;
+        }
         let rest = &self.bytes[self.at.min(self.bytes.len())..];
         self.at += rest.iter().position(|byte| !byte.is_ascii_digit()).unwrap_or(rest.len());
     }
@@ -394,30 +561,19 @@ impl<'a> Scanner<'a> {
     /// The `args` object: the four fields the import reads, every other
     /// value skipped. A repeated field is an error to serde's derive, so it
     /// is serde's.
-    fn args(&mut self) -> Option<Args> {
+    fn args(&mut self, layout: &mut Layout) -> Option<Args> {
         (self.next_token()? == b'{').then_some(())?;
         let mut args = Args::default();
         let mut seen = 0u8;
-        let mut token = self.next_token()?;
-        if token == b'}' {
-            return Some(args);
-        }
-        loop {
-            (token == b'"').then_some(())?;
-            let key = self.key()?;
-            self.expect(b':')?;
-            let (slot, bit) = match key {
-                b"device" => (&mut args.device, 1),
-                b"stream" => (&mut args.stream, 2),
-                b"correlation" => (&mut args.correlation, 4),
-                b"graph id" => (&mut args.graph_id, 8),
-                _ => {
+        for member in 0.. {
+            let Some(field) = self.member(&mut layout.args, member, ArgField::of)? else { break };
+            let (slot, bit) = match field {
+                ArgField::Device => (&mut args.device, 1),
+                ArgField::Stream => (&mut args.stream, 2),
+                ArgField::Correlation => (&mut args.correlation, 4),
+                ArgField::GraphId => (&mut args.graph_id, 8),
+                ArgField::Other => {
                     self.skip_value(2)?;
-                    match self.next_token()? {
-                        b',' => token = self.next_token()?,
-                        b'}' => return Some(args),
-                        _ => return None,
-                    }
                     continue;
                 }
             };
@@ -426,44 +582,68 @@ impl<'a> Scanner<'a> {
             }
             seen |= bit;
             *slot = self.lenient_value()?;
-            match self.next_token()? {
-                b',' => token = self.next_token()?,
-                b'}' => return Some(args),
-                _ => return None,
-            }
         }
+        Some(args)
     }
 
     /// One event object; a repeated key keeps its last value, as the serde
     /// path does.
-    fn event(&mut self) -> Option<Found> {
+    fn event(&mut self, layout: &mut Layout) -> Option<Found> {
         (self.next_token()? == b'{').then_some(())?;
         let mut event = Found::default();
+        for member in 0.. {
+            let Some(field) = self.member(&mut layout.event, member, Field::of)? else { break };
+            match field {
+                Field::Ph => event.ph = Some(self.text_value()?),
+                Field::Cat => event.cat = Some(self.text_value()?),
+                Field::Name => event.name = Some(self.text_value()?),
+                Field::Pid => event.pid = Some(self.id_value()?),
+                Field::Tid => event.tid = Some(self.id_value()?),
+                Field::Ts => event.ts = Some(self.raw_number()?),
+                Field::Dur => event.dur = Some(self.raw_number()?),
+                Field::Args => event.args = Some(self.args(layout)?),
+                Field::Other => self.skip_value(1)?,
+            }
+        }
+        Some(event)
+    }
+
+    /// Reads up to the value of an object's member at position `member`
+    /// (after its `{`, or after the previous member's value): the member's
+    /// key, or `None` where the object ends instead (its `}` consumed). The
+    /// separator is a remembered one where it can be, and is remembered
+    /// otherwise.
+    fn member<K: Copy + Default>(
+        &mut self,
+        guesses: &mut Guesses<K>,
+        member: usize,
+        of: fn(&[u8]) -> K,
+    ) -> Option<Option<K>> {
+        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        if let Some((key, length)) = guesses.find(member, rest) {
+            self.at += length;
+            return Some(Some(key));
+        }
+        let start = self.at;
         let mut token = self.next_token()?;
         if token == b'}' {
-            return Some(event);
+            return Some(None);
         }
-        loop {
-            (token == b'"').then_some(())?;
-            let key = self.key()?;
-            self.expect(b':')?;
-            match key {
-                b"ph" => event.ph = Some(self.text_value()?),
-                b"cat" => event.cat = Some(self.text_value()?),
-                b"name" => event.name = Some(self.text_value()?),
-                b"pid" => event.pid = Some(self.id_value()?),
-                b"tid" => event.tid = Some(self.id_value()?),
-                b"ts" => event.ts = Some(self.raw_number()?),
-                b"dur" => event.dur = Some(self.raw_number()?),
-                b"args" => event.args = Some(self.args()?),
-                _ => self.skip_value(1)?,
-            }
-            match self.next_token()? {
-                b',' => token = self.next_token()?,
-                b'}' => return Some(event),
-                _ => return None,
-            }
+        if member > 0 {
+            (token == b',').then_some(())?;
+            token = self.next_token()?;
         }
+        (token == b'"').then_some(())?;
+        let key = of(self.key()?);
+        self.expect(b':')?;
+        // The space after the colon belongs to the separator too.
+        if let Some(skip) = self.bytes.get(self.at..)
+            && let Some(spaces) = skip.iter().position(|&byte| !matches!(byte, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            self.at += spaces;
+        }
+        guesses.remember(member, &self.bytes[start..self.at], key);
+        Some(Some(key))
     }
 }
 
@@ -541,6 +721,8 @@ mod tests {
         "99999999999999999999999",
         "1669783687464181",
         "4458676983543.183",
+        "12345678.5",
+        "123456789e-3",
         "null",
         "true",
         "false",
@@ -586,7 +768,13 @@ mod tests {
 
     /// The fast path's reading of `text`, or `None` where it leaves it.
     fn fast(text: &[u8]) -> Option<(String, usize)> {
-        scan_event(text).map(|(event, used)| (shown(&event), used))
+        fast_after(text, &mut Layout::default())
+    }
+
+    /// The fast path's reading of `text` after other events (their
+    /// separators remembered in `layout`).
+    fn fast_after(text: &[u8], layout: &mut Layout) -> Option<(String, usize)> {
+        scan_event(text, layout).map(|(event, used)| (shown(&event), used))
     }
 
     /// serde's reading, or `None` for a mismatch or an error.
@@ -594,6 +782,22 @@ mod tests {
         match parse_one::<RawEvent<'_>>(text) {
             Ok(Parsed::Value(event, used)) => Some((shown(&event), used)),
             _ => None,
+        }
+    }
+
+    /// The digits run ends where the first byte that is not a digit is,
+    /// whatever that byte and wherever in a word it falls.
+    #[test]
+    fn digit_runs_end_at_the_first_other_byte() {
+        for other in 0..=255u8 {
+            for at in 0..20 {
+                let mut bytes = vec![b'7'; 24];
+                bytes[at] = other;
+                let mut scanner = Scanner { bytes: &bytes, at: 0 };
+                scanner.digits();
+                let expected = if other.is_ascii_digit() { bytes.len() } else { at };
+                assert_eq!(scanner.at, expected, "byte {other:#x} at {at}");
+            }
         }
     }
 
@@ -618,6 +822,30 @@ mod tests {
             }
             let cut = cut.min(text.len().saturating_sub(1));
             prop_assert_eq!(fast(&text.as_bytes()[..cut]), None);
+        }
+
+        /// Events read one after another, each with the separators of the
+        /// ones before it remembered, read as serde reads each alone; an
+        /// event cut anywhere is still left to serde.
+        #[test]
+        fn remembered_separators_agree_with_serde(
+            texts in proptest::collection::vec(event_text(), 1..12),
+            repeats in proptest::collection::vec(0..12usize, 0..24),
+            cut in 0usize..400,
+        ) {
+            let mut layout = Layout::default();
+            // Shapes come back, as they do in traces: the texts, then some
+            // of them again.
+            let order = (0..texts.len()).chain(repeats.iter().map(|&repeat| repeat % texts.len()));
+            for index in order {
+                let whole = format!("{}, {{", texts[index]);
+                let reading = fast_after(whole.as_bytes(), &mut layout);
+                if reading.is_some() {
+                    prop_assert_eq!(reading, serde(whole.as_bytes()), "{}", whole);
+                }
+                let text = texts[index].as_bytes();
+                prop_assert_eq!(fast_after(&text[..cut.min(text.len().saturating_sub(1))], &mut layout), None);
+            }
         }
     }
 }
