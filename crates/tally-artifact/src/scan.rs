@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use tally_core::decimal::leading_integer;
 use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
 use tally_core::{ActivityDomain, ContentHasher, CorrelationContext, EventType, Span, TokenCounts};
 
@@ -160,16 +161,12 @@ impl<'l> Cursor<'l> {
     fn integer(&mut self) -> Option<u64> {
         self.space();
         let start = self.at;
-        let mut value: u64 = 0;
-        while let Some(digit @ b'0'..=b'9') = self.peek() {
-            value = value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))?;
-            self.at += 1;
-        }
-        let digits = self.at - start;
-        // No digits, a leading zero, or a fraction or exponent next.
-        if digits == 0 || (digits > 1 && self.bytes[start] == b'0') {
+        let (value, digits) = leading_integer(self.bytes.get(start..)?)?;
+        // A leading zero, or a fraction or exponent next.
+        if digits > 1 && self.bytes[start] == b'0' {
             return None;
         }
+        self.at = start + digits;
         match self.peek() {
             None | Some(b',' | b'}' | b']' | b' ' | b'\t') => Some(value),
             _ => None,

@@ -15,6 +15,8 @@
 
 use std::borrow::Cow;
 
+use tally_core::decimal::{digit_run, digits_value};
+
 use super::{Args, Id, RawEvent, Text};
 
 /// Nesting beyond this is left to serde (which has its own limit).
@@ -415,28 +417,9 @@ impl<'a> Scanner<'a> {
         Some(((start, self.at), integer))
     }
 
-    /// Moves past a run of decimal digits, eight at a time: timestamps have
-    /// sixteen.
+    /// Moves past a run of decimal digits.
     fn digits(&mut self) {
-        const ONES: u64 = u64::MAX / 255;
-        while let Some(chunk) = self.bytes.get(self.at..self.at + 8) {
-            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
-            let word = u64::from_le_bytes(chunk);
-            // A digit is 0x30-0x39: high nibble 3, and still 3 with 6 added.
-            // Adding may carry out of a byte only from a non-digit, into the
-            // bytes after it, so the first byte flagged is the first
-            // non-digit.
-            let high = ONES * 0xf0;
-            let threes = ONES * 0x30;
-            let non_digit = ((word & high) ^ threes) | ((word.wrapping_add(ONES * 0x06) & high) ^ threes);
-            if non_digit != 0 {
-                self.at += (non_digit.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.at += 8;
-        }
-        let rest = &self.bytes[self.at.min(self.bytes.len())..];
-        self.at += rest.iter().position(|byte| !byte.is_ascii_digit()).unwrap_or(rest.len());
+        self.at += digit_run(self.bytes.get(self.at..).unwrap_or_default());
     }
 
     /// `true`, `false` or `null`, its first byte consumed.
@@ -519,7 +502,7 @@ impl<'a> Scanner<'a> {
             first @ b'0'..=b'9' => {
                 let ((start, end), integer) = self.number(first)?;
                 integer.then_some(())?;
-                Some(FoundId::Number(parse_u64(&self.bytes[start..end])?))
+                Some(FoundId::Number(digits_value(&self.bytes[start..end])?))
             }
             _ => None,
         }
@@ -547,10 +530,10 @@ impl<'a> Scanner<'a> {
                     // A negative integer within i64 is no ID; -0, and one
                     // beyond i64 (a float to serde), are serde's.
                     Some(magnitude) => {
-                        let magnitude = parse_u64(magnitude)?;
+                        let magnitude = digits_value(magnitude)?;
                         (1..=i64::MAX as u64).contains(&magnitude).then_some(None)
                     }
-                    None => Some(Some(parse_u64(text)?)),
+                    None => Some(Some(digits_value(text)?)),
                 }
             }
             b'n' => self.literal(b'n').map(|()| None),
@@ -645,19 +628,6 @@ impl<'a> Scanner<'a> {
         guesses.remember(member, &self.bytes[start..self.at], key);
         Some(Some(key))
     }
-}
-
-/// Decimal digits within `u64`.
-fn parse_u64(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 20 {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |value, &digit| {
-        if !digit.is_ascii_digit() {
-            return None;
-        }
-        value.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
-    })
 }
 
 #[cfg(test)]
@@ -782,22 +752,6 @@ mod tests {
         match parse_one::<RawEvent<'_>>(text) {
             Ok(Parsed::Value(event, used)) => Some((shown(&event), used)),
             _ => None,
-        }
-    }
-
-    /// The digits run ends where the first byte that is not a digit is,
-    /// whatever that byte and wherever in a word it falls.
-    #[test]
-    fn digit_runs_end_at_the_first_other_byte() {
-        for other in 0..=255u8 {
-            for at in 0..20 {
-                let mut bytes = vec![b'7'; 24];
-                bytes[at] = other;
-                let mut scanner = Scanner { bytes: &bytes, at: 0 };
-                scanner.digits();
-                let expected = if other.is_ascii_digit() { bytes.len() } else { at };
-                assert_eq!(scanner.at, expected, "byte {other:#x} at {at}");
-            }
         }
     }
 
