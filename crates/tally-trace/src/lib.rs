@@ -452,6 +452,35 @@ pub fn import_records(
     import_delivered(inputs, options, &mut Records { sink })
 }
 
+/// [`import_inputs`] keeping nothing: each record is built as the full
+/// event an import writes (and fails as it would) and dropped on the thread
+/// that built it. The summary is [`import_inputs`]'s. With several threads
+/// no event crosses to another thread only to be freed there: those
+/// cross-thread frees cost a parallel dry run more CPU than its second
+/// thread gave (measured on four 100 MB traces: two threads slower than
+/// one).
+pub fn import_dry(inputs: Vec<OpenedInput>, options: &ImportOptions) -> Result<ImportSummary, TraceError> {
+    import_in_batches(inputs, options, &BuiltAndDropped, &mut |_, _| Ok(()))
+}
+
+/// Records built into events and dropped, counted: the batches of
+/// [`import_dry`].
+struct BuiltAndDropped;
+
+impl RecordBatcher for BuiltAndDropped {
+    type Batch = usize;
+
+    fn batch(&self) -> Self::Batch {
+        0
+    }
+
+    fn add(&self, built: &mut Self::Batch, _number: u64, record: TraceRecord<'_>) -> Result<bool, SinkError> {
+        drop(record.into_event()?);
+        *built += 1;
+        Ok(*built == EVENT_BATCH)
+    }
+}
+
 /// [`import_records`] with the records turned into `batcher`'s batches on
 /// the threads that import them (each trace's on its own, when there are
 /// several threads), so that what the batcher does to a record (preparing

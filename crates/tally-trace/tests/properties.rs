@@ -163,6 +163,20 @@ fn import_with(paths: &[std::path::PathBuf], threads: usize) -> (Vec<String>, Va
     (events.iter().map(|event| format!("{event:?}")).collect(), summary.to_json())
 }
 
+/// A dry import's summary on `threads` threads, or its error.
+fn dry_with(paths: &[std::path::PathBuf], threads: usize) -> Result<Value, String> {
+    let mut options = options(Detail::Launch);
+    options.threads = threads;
+    let inputs = paths
+        .iter()
+        .map(|path| tally_trace::open_input(path, Some(tally_trace::InputKind::Trace)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|error| error.to_string())?;
+    tally_trace::import_dry(inputs, &options)
+        .map(|summary| summary.to_json())
+        .map_err(|error| error.to_string())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(16))]
 
@@ -180,6 +194,10 @@ proptest! {
         let (several, several_summary) = import_with(&paths, threads);
         prop_assert_eq!(&one, &several);
         prop_assert_eq!(&one_summary, &several_summary);
+        // A dry run builds the same records and drops them where it built
+        // them: the same summary, on one thread or several.
+        prop_assert_eq!(dry_with(&paths, 1), Ok(one_summary.clone()));
+        prop_assert_eq!(dry_with(&paths, threads), Ok(one_summary.clone()));
         let mut sorted_paths = paths.clone();
         sorted_paths.sort();
         let (canonical, canonical_summary) = import_with(&sorted_paths, threads);
@@ -225,6 +243,10 @@ fn a_failing_trace_fails_the_parallel_import_as_one_at_a_time() {
     assert!(messages[0].contains("broken.json: invalid JSON at byte"), "{}", messages[0]);
     assert_eq!(messages[1], messages[0]);
     assert_eq!(messages[2], messages[0]);
+    let error = messages[0].split_once(' ').unwrap().1;
+    for threads in [1, 2, 3] {
+        assert_eq!(dry_with(&paths, threads).unwrap_err(), error, "a dry run on {threads} threads");
+    }
 }
 
 /// A plain trace of at least `SPLIT_MIN_BYTES` is read on two threads when

@@ -70,7 +70,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             summary
         }
         None => {
-            let summary = tally_trace::import_inputs(inputs, &options, &mut |_| Ok(()))?;
+            let summary = tally_trace::import_dry(inputs, &options)?;
             let _ = writeln!(text, "{} records built (dry run: none written)", summary.events);
             summary
         }
