@@ -35,6 +35,22 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Short strings (one step of each lane, read as two overlapping words)
+    /// of every length to 17 bytes: two hash alike exactly when they are
+    /// equal, as values and as keys, and a key never hashes as the same
+    /// text as a value.
+    #[test]
+    fn short_strings_hash_alike_only_when_equal(a in "[ab\\x00]{0,17}", b in "[ab\\x00]{0,17}") {
+        prop_assert_eq!(hash(&json!(a)) == hash(&json!(b)), a == b);
+        prop_assert_eq!(hash(&json!({&a: 1})) == hash(&json!({&b: 1})), a == b);
+        if a != b {
+            prop_assert_ne!(hash(&json!({&a: &b})), hash(&json!({&b: &a})));
+        }
+        prop_assert_ne!(hash(&json!([&a])), hash(&json!({&a: null})));
+    }
+}
+
 #[test]
 fn python_equal_metadata_hashes_alike() {
     let long =
