@@ -51,6 +51,23 @@ proptest! {
     }
 }
 
+proptest! {
+    /// Integers hash apart when they differ, within i64 (one salted step)
+    /// and past it (a tag and two words), and apart from the strings,
+    /// nulls and arrays around them.
+    #[test]
+    fn integers_hash_alike_only_when_equal(a in any::<i64>(), b in any::<i64>(), wide in any::<u64>()) {
+        prop_assert_eq!(hash(&json!(a)) == hash(&json!(b)), a == b);
+        let wide = wide | (1 << 63);
+        prop_assert_ne!(hash(&json!(wide)), hash(&json!(a)));
+        prop_assert_ne!(hash(&json!([a])), hash(&json!([a, null])));
+        prop_assert_ne!(hash(&json!(a)), hash(&json!(a.to_string())));
+        // A float that holds an integer is that integer to Python.
+        let exact = a >> 11;
+        prop_assert_eq!(hash(&json!(exact)), hash(&json!(exact as f64)));
+    }
+}
+
 #[test]
 fn python_equal_metadata_hashes_alike() {
     let long =
