@@ -301,18 +301,20 @@ pub fn resolve_inputs(
     options: &RunOptions<'_>,
     watcher: &mut dyn Watcher,
 ) -> Result<StreamedRun, RunError> {
-    // Tables sized once for about the records the plain files hold (a row
-    // is some hundreds of bytes: 578 on average in the bench's v4 artifact,
-    // more in v2), instead of rehashed at every doubling. A high guess costs
-    // the key indexes' slots, filled at once (8 bytes each); a low one, the
-    // rehashes.
-    let plain_bytes: u64 = inputs
+    // Tables sized once for about the records the files hold (an artifact
+    // row is some hundreds of bytes: 578 on average in the bench's v4
+    // artifact, more in v2; a real Kineto trace makes a record of about 830
+    // bytes, its CPU ops and flow events making none), instead of rehashed
+    // at every doubling. A high guess costs the key indexes' slots, filled
+    // at once (8 bytes each); a low one (a compressed file), the rehashes.
+    let expected: u64 = inputs
         .iter()
-        .filter(|input| !input.is_trace())
-        .filter_map(|input| std::fs::metadata(input.path()).ok())
-        .map(|meta| meta.len())
+        .filter_map(|input| {
+            let bytes = std::fs::metadata(input.path()).ok()?.len();
+            Some(if input.is_trace() { bytes / 1000 } else { bytes / 500 })
+        })
         .sum();
-    let expected_records = usize::try_from(plain_bytes / 500).unwrap_or(0).min(1 << 26);
+    let expected_records = usize::try_from(expected).unwrap_or(0).min(1 << 26);
     let mut resolver = StreamingResolver::with_capacity(expected_records);
     if options.keep_labels {
         resolver = resolver.keeping_labels();
