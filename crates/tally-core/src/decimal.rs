@@ -85,8 +85,9 @@ pub fn leading_integer(text: &[u8]) -> Option<(u64, usize)> {
             break;
         }
         // The digits moved to the top of the word, zeros (leading zeros,
-        // of no value) below them.
-        let kept = (word - ONES * 0x30) << (8 * (8 - digits));
+        // of no value) below them. The subtraction borrows only from the
+        // non-digit up, out of the bytes the shift drops: it wraps there.
+        let kept = word.wrapping_sub(ONES * 0x30) << (8 * (8 - digits));
         value = value.checked_mul(TENS[digits])?.checked_add(eight_digits(kept))?;
         at += digits;
         return (at > 0).then_some((value, at));
