@@ -119,19 +119,9 @@ impl ContentHasher {
     #[inline]
     fn short(&mut self, salt: u8, bytes: &[u8]) {
         let length = bytes.len();
-        let word_at = |at: usize| {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(&bytes[at..at + 8]);
-            u64::from_le_bytes(word)
-        };
-        let half_at = |at: usize| {
-            let mut half = [0u8; 4];
-            half.copy_from_slice(&bytes[at..at + 4]);
-            u64::from(u32::from_le_bytes(half))
-        };
         let (low, high) = match length {
-            8.. => (word_at(0), word_at(length - 8)),
-            4..8 => (half_at(0), half_at(length - 4)),
+            8.. => (word_at(bytes, 0), word_at(bytes, length - 8)),
+            4..8 => (half_at(bytes, 0), half_at(bytes, length - 4)),
             1..4 => (
                 u64::from(bytes[0]) | u64::from(bytes[length / 2]) << 8 | u64::from(bytes[length - 1]) << 16,
                 0,
@@ -372,28 +362,34 @@ impl Hasher for ContentHasher {
     }
 }
 
+/// The eight bytes at `at`, little-endian.
+#[inline]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The four bytes at `at`, little-endian.
+#[inline]
+fn half_at(bytes: &[u8], at: usize) -> u64 {
+    let mut half = [0u8; 4];
+    half.copy_from_slice(&bytes[at..at + 4]);
+    u64::from(u32::from_le_bytes(half))
+}
+
 /// The last `rest` bytes of `bytes` (fewer than eight) as a little-endian
 /// word, zero above them: what copying them into a zeroed word gives,
 /// without the copy of a variable length (a call to `memcpy` per string).
 #[inline]
 fn tail_word(bytes: &[u8], rest: usize) -> u64 {
     let length = bytes.len();
-    let word_at = |at: usize| {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_le_bytes(word)
-    };
-    let half_at = |at: usize| {
-        let mut half = [0u8; 4];
-        half.copy_from_slice(&bytes[at..at + 4]);
-        u64::from(u32::from_le_bytes(half))
-    };
     match rest {
         0 => 0,
         // The last eight bytes, the `rest` wanted at their top.
-        _ if length >= 8 => word_at(length - 8) >> (8 * (8 - rest)),
+        _ if length >= 8 => word_at(bytes, length - 8) >> (8 * (8 - rest)),
         // Two halves that overlap: a byte in both is the same byte.
-        4.. => half_at(length - rest) | (half_at(length - 4) << (8 * (rest - 4))),
+        4.. => half_at(bytes, length - rest) | (half_at(bytes, length - 4) << (8 * (rest - 4))),
         _ => bytes[length - rest..].iter().rev().fold(0, |word, &byte| (word << 8) | u64::from(byte)),
     }
 }
