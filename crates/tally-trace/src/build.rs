@@ -1033,3 +1033,77 @@ fn groups(gpu: &Rows<GpuEvent>, detail: Detail) -> (Vec<u32>, Vec<(u32, u32)>) {
     runs.sort_unstable_by_key(|&(position, _)| order[position as usize]);
     (order, runs)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::collect::{GpuKind, RuntimeKind};
+
+    fn call((correlation, pid): (u64, u64)) -> RuntimeRow {
+        RuntimeRow { start: 0, end: 0, correlation, pid, tid: 0, name: 0, kind: RuntimeKind::Runtime }
+    }
+
+    fn gpu_event(correlation: u64, pid: u64) -> GpuEvent {
+        GpuEvent {
+            start: 0,
+            end: 0,
+            correlation,
+            stream: 0,
+            graph_id: 0,
+            pid,
+            name: 0,
+            device: 0,
+            device_uuid: 0,
+            graph_node: false,
+            kind: GpuKind::Kernel,
+        }
+    }
+
+    /// The launch as a search of every call finds it: the last call with
+    /// the event's correlation ID (and process, where events name one),
+    /// ambiguous when such calls come from more than one process.
+    fn launch_by_scan(calls: &[RuntimeRow], event: &GpuEvent, per_process: bool) -> Result<u32, Unlinked> {
+        if event.correlation == 0 {
+            return Err(Unlinked::NoLaunch);
+        }
+        let matching: Vec<u32> = (0..calls.len() as u32)
+            .filter(|&index| {
+                let call = &calls[index as usize];
+                call.correlation == event.correlation && (!per_process || call.pid == event.pid)
+            })
+            .collect();
+        let Some(&chosen) = matching.last() else { return Err(Unlinked::NoLaunch) };
+        match matching.iter().all(|&index| calls[index as usize].pid == calls[chosen as usize].pid) {
+            true => Ok(chosen),
+            false => Err(Unlinked::AmbiguousLaunch),
+        }
+    }
+
+    proptest! {
+        /// Through the fences or not, the index finds the launch a scan of
+        /// every call finds, for traces far longer than one fence and with
+        /// correlation IDs repeated across processes.
+        #[test]
+        fn launches_are_found_as_a_scan_finds_them(
+            calls in prop::collection::vec((0u64..300, 0u64..3), 0..400),
+            events in prop::collection::vec((0u64..320, 0u64..3), 1..40),
+            per_process: bool,
+        ) {
+            let mut runtime = Rows::default();
+            for &row in &calls {
+                runtime.push(call(row));
+            }
+            let mut gpu = Rows::default();
+            for &(correlation, pid) in &events {
+                gpu.push(gpu_event(correlation, if per_process { pid } else { NONE_U64 }));
+            }
+            let index = LaunchIndex::new(&runtime, &gpu);
+            let rows: Vec<RuntimeRow> = calls.iter().copied().map(call).collect();
+            for event in gpu.iter() {
+                prop_assert_eq!(index.launch(&runtime, event), launch_by_scan(&rows, event, per_process));
+            }
+        }
+    }
+}
