@@ -175,8 +175,9 @@ impl ContentHasher {
     /// A JSON string.
     ///
     /// A string of 16 bytes or fewer (most values of event content) is one
-    /// step of each lane, its tag with it. A string of 64 bytes or more (a kernel's name, often
-    /// 200) is read 32 bytes a step into four lanes, one word each, folded
+    /// step of each lane, its tag with it. A string of 64 bytes or more (a
+    /// kernel's name, often 200) is read 32 bytes a step into four lanes,
+    /// one word each, folded
     /// into both halves at its end: four independent multiplications where
     /// a word at a time waits on the last. A word then reaches one lane of
     /// 64 bits before the fold, so two long strings that differ collide
@@ -221,9 +222,7 @@ impl ContentHasher {
         let mut blocks = text.as_bytes().chunks_exact(32);
         for block in &mut blocks {
             for ((lane, word), multiplier) in lanes.iter_mut().zip(block.chunks_exact(8)).zip(BLOCK_LANES) {
-                let mut bytes = [0u8; 8];
-                bytes.copy_from_slice(word);
-                *lane = folded_multiply(*lane ^ u64::from_le_bytes(bytes), multiplier);
+                *lane = folded_multiply(*lane ^ word_at(word, 0), multiplier);
             }
         }
         for lane in lanes {
@@ -332,9 +331,7 @@ impl Hasher for ContentHasher {
     fn write(&mut self, bytes: &[u8]) {
         let mut chunks = bytes.chunks_exact(8);
         for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(word));
+            self.word(word_at(chunk, 0));
         }
         let rest = chunks.remainder();
         // The remainder's length keeps "a" and "a\0" apart.

@@ -89,8 +89,7 @@ pub fn leading_integer(text: &[u8]) -> Option<(u64, usize)> {
         // non-digit up, out of the bytes the shift drops: it wraps there.
         let kept = word.wrapping_sub(ONES * 0x30) << (8 * (8 - digits));
         value = value.checked_mul(TENS[digits])?.checked_add(eight_digits(kept))?;
-        at += digits;
-        return (at > 0).then_some((value, at));
+        return Some((value, at + digits));
     }
     for &digit in text.get(at..)? {
         if !digit.is_ascii_digit() {

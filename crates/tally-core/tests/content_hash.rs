@@ -52,9 +52,9 @@ proptest! {
 }
 
 proptest! {
-    /// Integers hash apart when they differ, within i64 (one salted step)
-    /// and past it (a tag and two words), and apart from the strings,
-    /// nulls and arrays around them.
+    /// Integers hash apart when they differ, within i64 and past it, and
+    /// apart from their spelling as strings and from arrays that hold
+    /// more.
     #[test]
     fn integers_hash_alike_only_when_equal(a in any::<i64>(), b in any::<i64>(), wide in any::<u64>()) {
         prop_assert_eq!(hash(&json!(a)) == hash(&json!(b)), a == b);

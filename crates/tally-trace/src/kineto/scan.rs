@@ -249,6 +249,11 @@ impl<K: Copy + Default> Guesses<K> {
     }
 }
 
+/// JSON whitespace.
+fn is_blank(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\n' | b'\r' | b'\t')
+}
+
 struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -263,7 +268,7 @@ impl<'a> Scanner<'a> {
     fn next_token(&mut self) -> Option<u8> {
         let byte = *self.bytes.get(self.at)?;
         self.at += 1;
-        if !matches!(byte, b' ' | b'\n' | b'\r' | b'\t') {
+        if !is_blank(byte) {
             return Some(byte);
         }
         self.next_token_after_space()
@@ -274,7 +279,7 @@ impl<'a> Scanner<'a> {
     #[inline(never)]
     fn next_token_after_space(&mut self) -> Option<u8> {
         let rest = &self.bytes[self.at.min(self.bytes.len())..];
-        let skip = rest.iter().position(|&byte| !matches!(byte, b' ' | b'\n' | b'\r' | b'\t'))?;
+        let skip = rest.iter().position(|&byte| !is_blank(byte))?;
         self.at += skip + 1;
         Some(rest[skip])
     }
@@ -621,7 +626,7 @@ impl<'a> Scanner<'a> {
         self.expect(b':')?;
         // The space after the colon belongs to the separator too.
         if let Some(skip) = self.bytes.get(self.at..)
-            && let Some(spaces) = skip.iter().position(|&byte| !matches!(byte, b' ' | b'\n' | b'\r' | b'\t'))
+            && let Some(spaces) = skip.iter().position(|&byte| !is_blank(byte))
         {
             self.at += spaces;
         }
