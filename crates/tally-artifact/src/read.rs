@@ -8,12 +8,11 @@ use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
 use std::path::Path;
 use std::sync::mpsc;
 
-use memchr::memmem;
 use tally_core::view::EventView;
 use tally_core::{CorrelationContext, InferenceRecord};
 
 use crate::decode::{
-    CONTEXT_EVENT_TYPE, DecodePath, DecodeStats, LineError, RecordDecoder, Row, decode_row, definition_of,
+    DecodePath, DecodeStats, LineError, RecordDecoder, Row, context_finder, decode_row, definition_of,
     may_define,
 };
 use crate::error::{ArtifactError, ErrorKind};
@@ -859,13 +858,12 @@ fn split_chunks(window: &[u8], size: usize) -> Vec<&[u8]> {
 }
 
 fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, DefinitionOutcome)>) {
-    let literal = memmem::Finder::new(CONTEXT_EVENT_TYPE.as_bytes());
-    let escape = memmem::Finder::new(b"\\u00");
+    let literal = context_finder();
     let mut definitions = Vec::new();
     let mut count = 0;
     // Most chunks hold no candidate at all: then only count their lines,
     // by their `\n`s alone where no `\r` may end one.
-    let candidates = may_define(chunk, &literal, &escape);
+    let candidates = may_define(chunk, &literal);
     if !candidates && memchr::memchr(b'\r', chunk).is_none() {
         let ends = memchr::memchr_iter(b'\n', chunk).count() as u64;
         let unterminated = chunk.last().is_some_and(|&byte| byte != b'\n');
@@ -873,7 +871,7 @@ fn scan_chunk(chunk: &[u8], interner: &mut Interner) -> (u64, Vec<(u64, Definiti
     }
     for (line, _) in Lines::new(chunk) {
         if candidates
-            && may_define(line, &literal, &escape)
+            && may_define(line, &literal)
             && let Some(outcome) = definition_of(line, interner)
         {
             definitions.push((count, outcome));

@@ -93,10 +93,12 @@ struct Definition {
 ///
 /// Every v4 row looks its `context_id` up here, so the table hashes with
 /// [`FastHashMap`]'s hasher (SipHash was half a percent of a decoding
-/// thread's time).
+/// thread's time), and a definition has a number ([`Registry::find`]) that
+/// a reader can remember: rows of one context come in runs.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Registry {
-    definitions: FastHashMap<String, Definition>,
+    numbers: FastHashMap<String, usize>,
+    definitions: Vec<Definition>,
 }
 
 impl Registry {
@@ -109,24 +111,38 @@ impl Registry {
         context: &Arc<CorrelationContext>,
         line: u64,
     ) -> Result<bool, String> {
-        match self.definitions.get(id) {
-            Some(previous) if *previous.context != **context => {
+        match self.numbers.get(id) {
+            Some(&number) if *self.definitions[number].context != **context => {
                 Err(format!("conflicting context definition: {}", tally_core::shown(id)))
             }
             Some(_) => Ok(false),
             None => {
-                self.definitions.insert(id.to_owned(), Definition { line, context: Arc::clone(context) });
+                self.numbers.insert(id.to_owned(), self.definitions.len());
+                self.definitions.push(Definition { line, context: Arc::clone(context) });
                 Ok(true)
             }
         }
     }
 
+    /// The number of `id`'s definition, whatever its line.
+    #[inline]
+    pub(crate) fn find(&self, id: &str) -> Option<usize> {
+        self.numbers.get(id).copied()
+    }
+
+    /// The context of definition `number` for a row at `line`: `None` when
+    /// the row comes before the definition.
+    #[inline]
+    pub(crate) fn get(&self, number: usize, line: u64) -> Option<&Arc<CorrelationContext>> {
+        self.definitions
+            .get(number)
+            .filter(|definition| definition.line < line)
+            .map(|definition| &definition.context)
+    }
+
     /// The context `id` names for a row at `line`.
     #[inline]
     pub(crate) fn lookup(&self, id: &str, line: u64) -> Option<&Arc<CorrelationContext>> {
-        self.definitions
-            .get(id)
-            .filter(|definition| definition.line < line)
-            .map(|definition| &definition.context)
+        self.get(self.find(id)?, line)
     }
 }

@@ -588,11 +588,36 @@ pub(crate) struct ScanState {
     /// order, so the next key is checked against this guess with one
     /// comparison instead of being scanned and matched.
     next: [usize; START + 1],
+    /// The `context_id` last looked up and its definition's number in the
+    /// registry: rows of one context come in runs, and comparing the ID
+    /// costs less than hashing it.
+    context: Option<(Box<str>, usize)>,
 }
 
 impl Default for ScanState {
     fn default() -> Self {
-        Self { pairs: Vec::new(), next: [START; START + 1] }
+        Self { pairs: Vec::new(), next: [START; START + 1], context: None }
+    }
+}
+
+impl ScanState {
+    /// The context `id` names for a row at `line`.
+    #[inline]
+    fn context<'r>(
+        &mut self,
+        registry: &'r Registry,
+        id: &str,
+        line: u64,
+    ) -> Option<&'r Arc<CorrelationContext>> {
+        let number = match &self.context {
+            Some((known, number)) if **known == *id => *number,
+            _ => {
+                let number = registry.find(id)?;
+                self.context = Some((id.into(), number));
+                number
+            }
+        };
+        registry.get(number, line)
     }
 }
 
@@ -606,8 +631,25 @@ pub(crate) fn scan<'l>(
     state: &mut ScanState,
 ) -> Option<(EventView<'l>, bool)> {
     let text = plain_text(line)?;
-    let mut cursor = Cursor { text, bytes: line, at: 0 };
     let mut row = Members::default();
+    if let Some(event_type) = canonical(text, interner, &mut state.pairs, &mut row) {
+        return build_typed(&row, event_type, line_number, registry, state);
+    }
+    row = Members::default();
+    member_by_member(text, interner, state, &mut row)?;
+    build(&row, line_number, registry, state)
+}
+
+/// Reads the members of a row in any spelling, each key matched against
+/// the member that followed the last one on the line before, else read
+/// and looked up.
+fn member_by_member<'l>(
+    text: &'l str,
+    interner: &'l Interner,
+    state: &mut ScanState,
+    row: &mut Members<'l>,
+) -> Option<()> {
+    let mut cursor = Cursor { text, bytes: text.as_bytes(), at: 0 };
     cursor.eat(b'{')?;
     let mut previous = START;
     loop {
@@ -696,10 +738,382 @@ pub(crate) fn scan<'l>(
         }
     }
     cursor.space();
-    if cursor.at != line.len() {
+    (cursor.at == cursor.bytes.len()).then_some(())
+}
+
+/// A value read in the one spelling writers use: no space around it.
+trait Tight<'l>: Sized {
+    fn tight(cursor: &mut Cursor<'l>) -> Option<Self>;
+}
+
+impl<'l> Tight<'l> for Field<u64> {
+    #[inline(always)]
+    fn tight(cursor: &mut Cursor<'l>) -> Option<Self> {
+        if cursor.tight_null() {
+            return Some(Field::Null);
+        }
+        let start = cursor.at;
+        let (value, digits) = leading_integer(cursor.bytes.get(start..)?)?;
+        // A leading zero; a fraction or exponent next fails the separator
+        // the template expects.
+        if digits > 1 && cursor.bytes[start] == b'0' {
+            return None;
+        }
+        cursor.at = start + digits;
+        Some(Field::Present(value))
+    }
+}
+
+impl<'l> Tight<'l> for Field<&'l str> {
+    #[inline(always)]
+    fn tight(cursor: &mut Cursor<'l>) -> Option<Self> {
+        if cursor.tight_null() {
+            return Some(Field::Null);
+        }
+        // An empty string breaks every string rule of the model.
+        cursor.tight_string().filter(|text| !text.is_empty()).map(Field::Present)
+    }
+}
+
+impl<'l> Tight<'l> for Field<RefView<'l>> {
+    #[inline(always)]
+    fn tight(cursor: &mut Cursor<'l>) -> Option<Self> {
+        if cursor.tight_null() {
+            return Some(Field::Null);
+        }
+        cursor.sorted_ref().map(Field::Present)
+    }
+}
+
+impl<'l> Cursor<'l> {
+    /// `literal` next, with nothing between.
+    #[inline(always)]
+    fn expect(&mut self, literal: &[u8]) -> Option<()> {
+        if !starts_with(&self.bytes[self.at..], literal) {
+            return None;
+        }
+        self.at += literal.len();
+        Some(())
+    }
+
+    /// `null` right at the cursor (true), or not (false, cursor unmoved).
+    #[inline(always)]
+    fn tight_null(&mut self) -> bool {
+        let found = self.bytes.get(self.at..self.at + 4) == Some(b"null");
+        if found {
+            self.at += 4;
+        }
+        found
+    }
+
+    /// A string without escapes right at the cursor.
+    #[inline(always)]
+    fn tight_string(&mut self) -> Option<&'l str> {
+        if self.bytes.get(self.at) != Some(&b'"') {
+            return None;
+        }
+        let start = self.at + 1;
+        let length = quote_or_backslash(&self.bytes[start..])?;
+        if self.bytes[start + length] != b'"' {
+            return None;
+        }
+        self.at = start + length + 1;
+        // Both ends are ASCII quotes, so char boundaries.
+        self.text.get(start..start + length)
+    }
+}
+
+/// Nesting past this depth in metadata is left to [`Cursor::metadata`].
+const TIGHT_DEPTH: usize = 16;
+
+impl<'l> Cursor<'l> {
+    /// The metadata object in the spelling of stormlog's writer (keys
+    /// ascending, `", "` and `": "` between tokens, no other space), read
+    /// and hashed as [`Cursor::metadata`] reads it; `None` for any other
+    /// spelling, which that reads.
+    fn tight_metadata(&mut self, pairs: &mut Vec<(u64, u64)>) -> Option<Meta<'l>> {
+        let mut hasher = ContentHasher::default();
+        let mut meta = Meta::default();
+        let count = self.tight_object(&mut hasher, 1, |cursor, hasher, key| {
+            match key {
+                "name" | "first_name" => {
+                    let name = if cursor.bytes.get(cursor.at) == Some(&b'"') {
+                        let text = cursor.tight_string()?;
+                        hasher.json_string(text);
+                        Some(text)
+                    } else {
+                        cursor.tight_value(hasher, 1)?;
+                        None
+                    };
+                    if key == "name" {
+                        meta.name = name;
+                    } else {
+                        meta.first_name = name;
+                    }
+                }
+                "intervals" => meta.intervals = cursor.tight_intervals(hasher, pairs)?,
+                _ => cursor.tight_value(hasher, 1)?,
+            }
+            Some(())
+        })?;
+        let _ = count;
+        meta.hash = hasher.finish128();
+        Some(meta)
+    }
+
+    /// An object in the writer's spelling, hashed as
+    /// [`Cursor::hashed_object`] hashes it; `member` reads each value.
+    #[inline]
+    fn tight_object(
+        &mut self,
+        hasher: &mut ContentHasher,
+        depth: usize,
+        mut member: impl FnMut(&mut Self, &mut ContentHasher, &'l str) -> Option<()>,
+    ) -> Option<usize> {
+        if depth >= TIGHT_DEPTH || self.bytes.get(self.at) != Some(&b'{') {
+            return None;
+        }
+        self.at += 1;
+        hasher.json_object_start();
+        let mut count = 0;
+        if self.bytes.get(self.at) == Some(&b'}') {
+            self.at += 1;
+        } else {
+            let mut previous: Option<&str> = None;
+            loop {
+                let key = self.tight_string()?;
+                // Strictly ascending, as the member loop's object requires.
+                if previous.is_some_and(|previous| previous >= key) {
+                    return None;
+                }
+                previous = Some(key);
+                self.expect(b": ")?;
+                hasher.json_key(key);
+                member(self, hasher, key)?;
+                count += 1;
+                match self.bytes.get(self.at)? {
+                    b',' => self.expect(b", ")?,
+                    b'}' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        hasher.json_object_end(count);
+        Some(count)
+    }
+
+    /// Any value in the writer's spelling, hashed as
+    /// [`Cursor::hashed_value`] hashes it.
+    fn tight_value(&mut self, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
+        match *self.bytes.get(self.at)? {
+            b'"' => hasher.json_string(self.tight_string()?),
+            b'{' => {
+                self.tight_object(hasher, depth + 1, |cursor, hasher, _| {
+                    cursor.tight_value(hasher, depth + 1)
+                })?;
+            }
+            b'[' => {
+                if depth >= TIGHT_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                hasher.json_array_start();
+                let mut count = 0;
+                if self.bytes.get(self.at) == Some(&b']') {
+                    self.at += 1;
+                } else {
+                    loop {
+                        self.tight_value(hasher, depth + 1)?;
+                        count += 1;
+                        match self.bytes.get(self.at)? {
+                            b',' => self.expect(b", ")?,
+                            b']' => {
+                                self.at += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                hasher.json_array_end(count);
+            }
+            b't' => {
+                self.expect(b"true")?;
+                hasher.json_integer(1);
+            }
+            b'f' => {
+                self.expect(b"false")?;
+                hasher.json_integer(0);
+            }
+            b'n' => {
+                self.expect(b"null")?;
+                hasher.json_null();
+            }
+            _ => hasher.json_integer(i128::from(self.tight_integer()?)),
+        }
+        Some(())
+    }
+
+    /// A non-negative integer right at the cursor, without leading zeros;
+    /// a fraction or exponent after it fails the separator that follows.
+    #[inline(always)]
+    fn tight_integer(&mut self) -> Option<u64> {
+        let start = self.at;
+        let (value, digits) = leading_integer(self.bytes.get(start..)?)?;
+        if digits > 1 && self.bytes[start] == b'0' {
+            return None;
+        }
+        self.at = start + digits;
+        Some(value)
+    }
+
+    /// `metadata.intervals` in the writer's spelling: `null`, or a list of
+    /// `[offset, duration]` pairs of integers, read into `pairs` and hashed
+    /// as [`Cursor::hashed_value`] hashes them; `None` for anything else
+    /// (an invalid activity, which [`Cursor::metadata`] reads as
+    /// [`Intervals::Other`]).
+    fn tight_intervals(
+        &mut self,
+        hasher: &mut ContentHasher,
+        pairs: &mut Vec<(u64, u64)>,
+    ) -> Option<Intervals> {
+        if self.tight_null() {
+            hasher.json_null();
+            return Some(Intervals::Null);
+        }
+        self.expect(b"[")?;
+        pairs.clear();
+        hasher.json_array_start();
+        if self.bytes.get(self.at) == Some(&b']') {
+            self.at += 1;
+        } else {
+            loop {
+                self.expect(b"[")?;
+                let offset = self.tight_integer()?;
+                self.expect(b", ")?;
+                let duration = self.tight_integer()?;
+                self.expect(b"]")?;
+                hasher.json_array_start();
+                hasher.json_integer(i128::from(offset));
+                hasher.json_integer(i128::from(duration));
+                hasher.json_array_end(2);
+                pairs.push((offset, duration));
+                match self.bytes.get(self.at)? {
+                    b',' => self.expect(b", ")?,
+                    b']' => {
+                        self.at += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        hasher.json_array_end(pairs.len());
+        Some(Intervals::Pairs)
+    }
+}
+
+/// Reads one member of a canonical row: its key (after the separator
+/// before it) and its value, into its field.
+macro_rules! canonical_member {
+    ($cursor:ident, $row:ident, $interner:ident, $pairs:ident, $event_type:expr, context) => {
+        // `context` and `context_id` sort next to each other, so a row of
+        // any schema has the one or the other here.
+        if starts_with(&$cursor.bytes[$cursor.at..], MEMBERS[Member::context_id as usize]) {
+            $cursor.at += MEMBERS[Member::context_id as usize].len();
+            $row.context_id = Tight::tight(&mut $cursor)?;
+        } else {
+            $cursor.expect(MEMBERS[Member::context as usize])?;
+            let rest = &$cursor.bytes[$cursor.at..];
+            let (raw, context) = $interner.raw_contexts.iter().find(|(raw, _)| rest.starts_with(raw))?;
+            $cursor.at += raw.len();
+            $row.context = Field::Present(context);
+        }
+    };
+    ($cursor:ident, $row:ident, $interner:ident, $pairs:ident, $event_type:expr, event_type) => {
+        // The type the row's members are those of, and no other.
+        $cursor.expect(MEMBERS[Member::event_type as usize])?;
+        if $cursor.tight_string()? != $event_type.as_str() {
+            return None;
+        }
+    };
+    ($cursor:ident, $row:ident, $interner:ident, $pairs:ident, $event_type:expr, metadata) => {
+        $cursor.expect(MEMBERS[Member::metadata as usize])?;
+        $row.metadata = Field::Present($cursor.tight_metadata($pairs)?);
+    };
+    ($cursor:ident, $row:ident, $interner:ident, $pairs:ident, $event_type:expr, $member:ident) => {
+        $cursor.expect(MEMBERS[Member::$member as usize])?;
+        $row.$member = Tight::tight(&mut $cursor)?;
+    };
+}
+
+/// Declares the canonical rows: each a function that reads a row of that
+/// type in the spelling of stormlog's writer (every member, keys sorted,
+/// Python's separators) in one pass with no search, or gives up.
+macro_rules! canonical_rows {
+    ($($name:ident($event_type:expr): $first:ident $(, $member:ident)*;)+) => {
+        $(
+            fn $name<'l>(
+                text: &'l str,
+                interner: &'l Interner,
+                pairs: &mut Vec<(u64, u64)>,
+                row: &mut Members<'l>,
+            ) -> Option<EventType> {
+                let mut cursor = Cursor { text, bytes: text.as_bytes(), at: 1 };
+                canonical_member!(cursor, row, interner, pairs, $event_type, $first);
+                $(
+                    cursor.expect(b", ")?;
+                    canonical_member!(cursor, row, interner, pairs, $event_type, $member);
+                )*
+                cursor.expect(b"}")?;
+                (cursor.at == cursor.bytes.len()).then_some($event_type)
+            }
+        )+
+    };
+}
+
+canonical_rows! {
+    canonical_activity(EventType::ActivityRef): activity_domain, activity_kind, activity_ref, attribution_status, context,
+        correlation_scope, cuda_correlation_id, end_ns, event_id, event_type, graph_id, iteration_ref,
+        metadata, runtime_correlation_id, schema_version, start_ns, stream_id, trace_attachment_id;
+    canonical_iteration(EventType::Iteration): batch_ref, context, end_ns, event_id, event_type, iteration_ref, metadata,
+        schema_version, start_ns;
+    canonical_membership(EventType::Membership): attempt_ref, context, event_id, event_type, input_tokens, iteration_ref,
+        kv_bytes, metadata, output_tokens, request_ref, role, schema_version;
+    canonical_request(EventType::Request): attempt_ref, backend_request_ref, context, end_ns, event_id, event_type,
+        input_tokens, kv_bytes, metadata, output_tokens, request_ref, schema_version, start_ns, status;
+    canonical_stage(EventType::Stage): context, end_ns, event_id, event_type, input_tokens, iteration_ref, kv_bytes,
+        metadata, name, output_tokens, request_ref, schema_version, stage_ref, start_ns;
+}
+
+/// The members of a row in the spelling of stormlog's writer, told by its
+/// first key; `None` for any other spelling, which the member loop reads.
+#[inline]
+fn canonical<'l>(
+    text: &'l str,
+    interner: &'l Interner,
+    pairs: &mut Vec<(u64, u64)>,
+    row: &mut Members<'l>,
+) -> Option<EventType> {
+    let bytes = text.as_bytes();
+    if !bytes.starts_with(b"{\"") {
         return None;
     }
-    build(row, line_number, registry, &state.pairs)
+    match bytes.get(2)? {
+        b'a' if bytes[2..].starts_with(b"activity_domain\"") => {
+            canonical_activity(text, interner, pairs, row)
+        }
+        b'a' => canonical_membership(text, interner, pairs, row).or_else(|| {
+            *row = Members::default();
+            canonical_request(text, interner, pairs, row)
+        }),
+        b'b' => canonical_iteration(text, interner, pairs, row),
+        b'c' => canonical_stage(text, interner, pairs, row),
+        _ => None,
+    }
 }
 
 fn span(start: Field<u64>, end: Field<u64>) -> Option<Span> {
@@ -752,10 +1166,10 @@ fn only_members_of(row: &Members<'_>, event_type: EventType) -> bool {
 }
 
 fn build<'l>(
-    row: Members<'l>,
+    row: &Members<'l>,
     line_number: u64,
     registry: &'l Registry,
-    pairs: &[(u64, u64)],
+    state: &mut ScanState,
 ) -> Option<(EventView<'l>, bool)> {
     let event_type = EventType::parse(row.event_type.required()?).ok()?;
     if !matches!(
@@ -765,10 +1179,22 @@ fn build<'l>(
             | EventType::Stage
             | EventType::Membership
             | EventType::ActivityRef
-    ) || !only_members_of(&row, event_type)
+    ) || !only_members_of(row, event_type)
     {
         return None;
     }
+    build_typed(row, event_type, line_number, registry, state)
+}
+
+/// [`build`] of a row whose type is known to be `event_type` and whose
+/// members are known to be that type's.
+fn build_typed<'l>(
+    row: &Members<'l>,
+    event_type: EventType,
+    line_number: u64,
+    registry: &'l Registry,
+    state: &mut ScanState,
+) -> Option<(EventView<'l>, bool)> {
     let version = row.schema_version.required()?;
     let meta = match row.metadata {
         Field::Absent => Meta { hash: tally_core::metadata_hash(&serde_json::Map::new()), ..Meta::default() },
@@ -781,13 +1207,13 @@ fn build<'l>(
     let context = match (version, row.context_id, row.context) {
         // v4 cannot carry null intervals: the exact path says so.
         (4, Field::Present(id), Field::Absent) if intervals != Intervals::Null => {
-            registry.lookup(id, line_number)?
+            state.context(registry, id, line_number)?
         }
         (2 | 3, Field::Absent, Field::Present(context)) if version == declared => context,
         _ => return None,
     };
     let event_id = row.event_id.required()?;
-    let tokens = tokens(&row);
+    let tokens = tokens(row);
     let body = match event_type {
         EventType::Request => BodyView::Request {
             request_ref: row.request_ref.required()?,
@@ -860,7 +1286,7 @@ fn build<'l>(
         Intervals::Pairs => {
             let BodyView::ActivityRef(activity) = &body else { return None };
             let (start, end) = activity.span.bounds()?;
-            Some(Cow::Owned(tally_core::busy_intervals_from_pairs(pairs, start, end).ok()?.into_vec()))
+            Some(Cow::Owned(tally_core::busy_intervals_from_pairs(&state.pairs, start, end).ok()?.into_vec()))
         }
     };
     let metadata = MetadataDigest {
@@ -873,7 +1299,110 @@ fn build<'l>(
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use proptest::prelude::*;
+    use tally_core::InferenceRecord;
+    use tally_core::arbitrary::arb_event;
+
+    use super::{Members, ScanState, build, build_typed, canonical, member_by_member};
+    use crate::pyjson::{Separators, to_python_json};
+    use crate::registry::{Interner, Registry};
+
+    /// Each row of `text` read the canonical way and member by member
+    /// (each view as text, `None` where a reading declines), the
+    /// definitions of v4 contexts registered on the way, and the embedded
+    /// context of `context_text` known, as the view path meets it.
+    fn both_readings(
+        text: &[u8],
+        context_text: (Vec<u8>, Arc<tally_core::CorrelationContext>),
+    ) -> Vec<[Option<String>; 2]> {
+        let mut registry = Registry::default();
+        let mut interner = Interner::default();
+        interner.raw_contexts.push(context_text);
+        let mut readings = Vec::new();
+        for (number, line) in text.split(|&byte| byte == b'\n').filter(|line| !line.is_empty()).enumerate() {
+            let line_number = number as u64 + 1;
+            if let Some(Ok((id, context))) = crate::decode::definition_of(line, &mut interner) {
+                // Each encoded artifact defines its one context once.
+                registry.define(&id, &context, line_number).expect("a new definition");
+                continue;
+            }
+            let text = std::str::from_utf8(line).expect("the writer writes UTF-8");
+            let mut state = ScanState::default();
+            let mut row = Members::default();
+            let looped = member_by_member(text, &interner, &mut state, &mut row)
+                .and_then(|()| build(&row, line_number, &registry, &mut state))
+                .map(|found| format!("{found:?}"));
+            let mut row = Members::default();
+            let mut pairs = Vec::new();
+            let canonical = canonical(text, &interner, &mut pairs, &mut row).and_then(|event_type| {
+                state.pairs = pairs;
+                build_typed(&row, event_type, line_number, &registry, &mut state)
+            });
+            readings.push([canonical.map(|found| format!("{found:?}")), looped]);
+        }
+        readings
+    }
+
+    /// Ordinary rows of the five types as stormlog writes them, in both
+    /// forms, all take the canonical reading.
+    #[test]
+    fn stormlog_rows_take_the_canonical_reading() {
+        let context = r#"{"backend": null, "backend_version": null, "clock_domain": "gpu:0", "clock_kind": "device", "collection_mode": "imported", "device_uuid": "GPU-0", "engine": null, "engine_version": null, "host": null, "local_rank": null, "pid": null, "producer_id": "k", "provenance": "observed", "rank": null, "run_id": "r", "session_id": "s", "source": "t", "source_version": null, "world_size": null}"#;
+        // Each row with `@` where its context goes (by reference or
+        // embedded) and `#` for its schema version.
+        let rows = [
+            r#"{"attempt_ref": null, "backend_request_ref": {"id": "cmpl-0", "producer_id": "k"}, @, "end_ns": 9, "event_id": "q1", "event_type": "infer.request", "input_tokens": 512, "kv_bytes": null, "metadata": {"route": "/v1/completions"}, "output_tokens": 8, "request_ref": {"id": "q", "producer_id": "k"}, "schema_version": #, "start_ns": 1, "status": "ok"}"#,
+            r#"{"batch_ref": null, @, "end_ns": 9, "event_id": "i1", "event_type": "infer.iteration", "iteration_ref": {"id": "i", "producer_id": "k"}, "metadata": {"num_seqs": 4}, "schema_version": #, "start_ns": 1}"#,
+            r#"{@, "end_ns": 5, "event_id": "s1", "event_type": "infer.stage", "input_tokens": 512, "iteration_ref": {"id": "i", "producer_id": "k"}, "kv_bytes": null, "metadata": {}, "name": "prefill", "output_tokens": null, "request_ref": {"id": "q", "producer_id": "k"}, "schema_version": #, "stage_ref": {"id": "s", "producer_id": "k"}, "start_ns": 2}"#,
+            r#"{"attempt_ref": null, @, "event_id": "m1", "event_type": "infer.membership", "input_tokens": null, "iteration_ref": {"id": "i", "producer_id": "k"}, "kv_bytes": null, "metadata": {"note": [1, true, null, {"a": "b"}]}, "output_tokens": 1, "request_ref": {"id": "q", "producer_id": "k"}, "role": "decode", "schema_version": #}"#,
+            r#"{"activity_domain": "gpu", "activity_kind": "kernel", "activity_ref": {"id": "a1", "producer_id": "k"}, "attribution_status": "linked", @, "correlation_scope": {"id": "pid-1", "producer_id": "k"}, "cuda_correlation_id": 6, "end_ns": 100, "event_id": "a1", "event_type": "infer.activity_ref", "graph_id": null, "iteration_ref": {"id": "i", "producer_id": "k"}, "metadata": {"name": "gemm"}, "runtime_correlation_id": 6, "schema_version": #, "start_ns": 50, "stream_id": 7, "trace_attachment_id": "trace-0"}"#,
+            r#"{"activity_domain": "runtime", "activity_kind": "cuda_runtime", "activity_ref": {"id": "a2", "producer_id": "k"}, "attribution_status": "unresolved", @, "correlation_scope": null, "cuda_correlation_id": null, "end_ns": 100, "event_id": "a2", "event_type": "infer.activity_ref", "graph_id": null, "iteration_ref": null, "metadata": {"first_name": "cudaLaunchKernel", "name": "launch"}, "runtime_correlation_id": 10, "schema_version": #, "start_ns": 50, "stream_id": null, "trace_attachment_id": null}"#,
+        ];
+        let parsed = crate::decode::definition_of(
+            format!(r#"{{"context": {context}, "context_id": "c", "event_type": "infer.context", "schema_version": 4}}"#).as_bytes(),
+            &mut Interner::default(),
+        );
+        let Some(Ok((_, shared))) = parsed else { panic!("the definition parses: {parsed:?}") };
+        let compact: Vec<String> = std::iter::once(format!(
+            r#"{{"context": {context}, "context_id": "c", "event_type": "infer.context", "schema_version": 4}}"#
+        ))
+        .chain(rows.iter().map(|row| row.replace('@', r#""context_id": "c""#).replace('#', "4")))
+        .collect();
+        let embedded: Vec<String> = rows
+            .iter()
+            .map(|row| row.replace('@', &format!(r#""context": {context}"#)).replace('#', "2"))
+            .collect();
+        for lines in [compact, embedded] {
+            let readings = both_readings(
+                lines.join("\n").as_bytes(),
+                (context.as_bytes().to_vec(), Arc::clone(&shared)),
+            );
+            assert_eq!(readings.len(), rows.len());
+            for ([canonical, looped], line) in readings.into_iter().zip(rows) {
+                assert!(canonical.is_some(), "declined: {line}");
+                assert_eq!(canonical, looped, "{line}");
+            }
+        }
+    }
+
+    proptest! {
+        /// Rows as the writer spells them (every member, keys sorted,
+        /// Python's separators; stormlog's spelling), in both forms: the
+        /// canonical reading takes every one that the member loop takes,
+        /// and reads it the same.
+        #[test]
+        fn writer_rows_take_the_canonical_reading(event in arb_event(), compact in any::<bool>()) {
+            let context_text = to_python_json(&event.context().to_json(), Separators::DEFAULT).into_bytes();
+            let context = Arc::clone(event.context_arc());
+            let form = if compact { crate::Form::Compact } else { crate::Form::Embedded };
+            let text = crate::encode_artifact(&[InferenceRecord::Event(event)], form).expect("a valid event encodes");
+            for [canonical, looped] in both_readings(&text, (context_text.clone(), Arc::clone(&context))) {
+                prop_assert_eq!(&canonical, &looped, "text: {}", String::from_utf8_lossy(&text));
+            }
+        }
+    }
 
     proptest! {
         #[test]

@@ -318,6 +318,15 @@ impl CorrelationContext {
         }
     }
 
+    /// The device whose GPU activity this context's clock can measure: its
+    /// UUID, when the context names a device and its clock is monotonic
+    /// or a device clock (stormlog never measures on a wall clock).
+    pub fn measured_device(&self) -> Option<&str> {
+        self.device_uuid
+            .as_deref()
+            .filter(|_| matches!(self.clock_kind, ClockKind::Monotonic | ClockKind::Device))
+    }
+
     /// Parses and validates a context object.
     pub fn from_json(value: Value) -> Result<Self, ValidationError> {
         let mut fields = Fields::new(expect_object(value, "context")?);

@@ -32,9 +32,8 @@ impl<'a> DeviceClock<'a> {
     /// The device clock of a context whose GPU activity can be measured:
     /// it names a device and its clock is monotonic or a device clock.
     pub fn of_context(context: &'a CorrelationContext) -> Option<Self> {
-        let device_uuid = context.device_uuid.as_deref()?;
-        matches!(context.clock_kind, ClockKind::Monotonic | ClockKind::Device)
-            .then(|| Self::new(device_uuid, &context.clock_domain, context.clock_kind))
+        let device_uuid = context.measured_device()?;
+        Some(Self::new(device_uuid, &context.clock_domain, context.clock_kind))
     }
 
     fn key(&self) -> (&'a str, &'a str, &'static str) {

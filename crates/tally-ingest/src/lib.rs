@@ -188,9 +188,11 @@ const TRACE_BATCH: usize = 512;
 /// so the pool is too; [`BatchPool::MOST`] caps it all the same, and a
 /// batch grown past [`BatchPool::LARGEST`] by one huge record is let go
 /// rather than kept.
-#[derive(Default)]
 struct BatchPool {
     emptied: Mutex<Vec<PreparedBatch>>,
+    /// Whether the resolver keeps activity labels, so batches must carry
+    /// them ([`PreparedBatch::without_labels`]).
+    labels: bool,
 }
 
 impl BatchPool {
@@ -199,6 +201,10 @@ impl BatchPool {
     /// The largest batch kept, in bytes of room (a 64 KB chunk's batch has
     /// about 50 KB).
     const LARGEST: usize = 1 << 20;
+
+    fn new(labels: bool) -> Self {
+        Self { emptied: Mutex::new(Vec::new()), labels }
+    }
 
     /// An empty batch with room for about `events`, reused where one is
     /// free.
@@ -210,7 +216,8 @@ impl BatchPool {
                 batch.reserve(events);
                 batch
             }
-            None => PreparedBatch::with_capacity(events),
+            None if self.labels => PreparedBatch::with_capacity(events),
+            None => PreparedBatch::with_capacity(events).without_labels(),
         }
     }
 
@@ -319,7 +326,7 @@ pub fn resolve_inputs(
     if options.keep_labels {
         resolver = resolver.keeping_labels();
     }
-    let pool = BatchPool::default();
+    let pool = BatchPool::new(options.keep_labels);
     let mut names: Vec<String> = Vec::new();
     let locate = |names: &[String], error: ResolveError| {
         let record = error.record();

@@ -132,15 +132,12 @@ impl ResolvedEvidence for CorrelationGraph<'_> {
     fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_ {
         self.activities().iter().enumerate().map(|(index, activity)| {
             let context = activity.event.context();
-            let measurable = matches!(context.clock_kind, ClockKind::Monotonic | ClockKind::Device);
             ActivityFacts {
                 reference: Some(&activity.body.activity_ref),
                 attributed: activity.body.iteration_ref.is_some(),
                 domain: activity.body.activity_domain,
                 device: context
-                    .device_uuid
-                    .as_deref()
-                    .filter(|_| measurable)
+                    .measured_device()
                     .map(|uuid| (uuid, context.clock_domain.as_str(), context.clock_kind)),
                 busy: activity.event.busy_intervals(),
                 stream_id: activity.body.stream_id,

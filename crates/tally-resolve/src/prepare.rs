@@ -10,7 +10,7 @@
 
 use std::sync::Arc;
 
-use tally_core::view::{BodyView, EventView, RefView};
+use tally_core::view::{ActivityView, BodyView, EventView, RefView};
 use tally_core::{ActivityDomain, BusyIntervals, ContentHasher, CorrelationContext, Interval, Span};
 
 use crate::AsCorrelationEvent;
@@ -49,10 +49,15 @@ pub(crate) enum Busy {
 pub(crate) struct PreparedActivity {
     /// The 128-bit hash of the activity reference.
     pub(crate) key: u128,
-    pub(crate) activity_ref: RefStr,
+    /// The activity reference, where a report lists the activity by it
+    /// ([`listed_by_reference`]); most activities are not, and their
+    /// reference is never copied.
+    pub(crate) reference: Option<RefStr>,
     pub(crate) kind: Str,
     pub(crate) domain: ActivityDomain,
     pub(crate) iteration: Option<RefStr>,
+    /// The labels, copied only into a batch that keeps them
+    /// ([`PreparedBatch::without_labels`]).
     pub(crate) scope: Option<RefStr>,
     pub(crate) name: Option<Str>,
     pub(crate) cuda_correlation_id: Option<u64>,
@@ -142,12 +147,21 @@ pub(crate) struct PreparedContext {
 /// resolver.push_prepared(&batch).unwrap();
 /// assert_eq!(resolver.finish().unwrap().counts().iterations, 1);
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct PreparedBatch {
     pub(crate) text: String,
     pub(crate) contexts: Vec<PreparedContext>,
     pub(crate) intervals: Vec<Interval>,
     pub(crate) events: Vec<PreparedEvent>,
+    /// Whether activities' labels (name and correlation scope) are
+    /// copied: only a resolver that keeps labels reads them.
+    pub(crate) labels: bool,
+}
+
+impl Default for PreparedBatch {
+    fn default() -> Self {
+        Self::with_capacity(0)
+    }
 }
 
 impl PreparedBatch {
@@ -158,7 +172,23 @@ impl PreparedBatch {
             contexts: Vec::new(),
             intervals: Vec::new(),
             events: Vec::with_capacity(events),
+            labels: true,
         }
+    }
+
+    /// The same batch, preparing activities without their labels (name
+    /// and correlation scope), for a resolver that does not keep them
+    /// ([`crate::StreamingResolver::keeping_labels`]): copying them was a
+    /// tenth of preparing an activity. A resolver that keeps labels reads
+    /// none from such a batch.
+    pub fn without_labels(mut self) -> Self {
+        self.labels = false;
+        self
+    }
+
+    /// Whether activities are prepared with their labels.
+    pub fn keeps_labels(&self) -> bool {
+        self.labels
     }
 
     /// Makes room for about `events` more events.
@@ -287,6 +317,7 @@ impl PreparedBatch {
             BodyView::ActivityRef(activity) => {
                 let mut key = ContentHasher::default();
                 reference(&mut key, activity.activity_ref);
+                let listed = listed_by_reference(&activity, event.context, event.busy_intervals().is_some());
                 let busy = match event.busy_intervals() {
                     None => Busy::Unknown,
                     Some(BusyIntervals::Span(interval)) => Busy::Span(interval.start_ns(), interval.end_ns()),
@@ -296,14 +327,15 @@ impl PreparedBatch {
                         Busy::Listed(first, list.len())
                     }
                 };
+                let labels = self.labels;
                 PreparedBody::Activity(PreparedActivity {
                     key: key.finish128(),
-                    activity_ref: self.reference(activity.activity_ref),
+                    reference: listed.then(|| self.reference(activity.activity_ref)),
                     kind: self.str(activity.activity_kind),
                     domain: activity.activity_domain,
                     iteration: self.optional(activity.iteration_ref),
-                    scope: self.optional(activity.correlation_scope),
-                    name: event.metadata.name.map(|name| self.str(name)),
+                    scope: self.optional(activity.correlation_scope.filter(|_| labels)),
+                    name: event.metadata.name.filter(|_| labels).map(|name| self.str(name)),
                     cuda_correlation_id: activity.cuda_correlation_id,
                     stream_id: activity.stream_id,
                     busy,
@@ -338,4 +370,12 @@ impl PreparedBatch {
         // Both parts were copied from a RefView, whose parts are non-empty.
         RefView::new(self.get(value.producer), self.get(value.id)).expect("prepared from a RefView")
     }
+}
+
+/// Whether a report lists an activity by its reference: one without an
+/// iteration (unattributed), or a GPU activity that cannot be measured (no
+/// device clock in its context, or no complete span: `measurable`).
+fn listed_by_reference(activity: &ActivityView<'_>, context: &CorrelationContext, measurable: bool) -> bool {
+    let gpu = activity.activity_domain == ActivityDomain::Gpu;
+    activity.iteration_ref.is_none() || (gpu && (context.measured_device().is_none() || !measurable))
 }

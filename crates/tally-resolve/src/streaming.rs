@@ -635,16 +635,15 @@ impl StreamingResolver {
                 *slot.insert(next)
             }
         };
-        let measurable = matches!(context.clock_kind, ClockKind::Monotonic | ClockKind::Device);
-        let device = match (&context.device_uuid, measurable) {
-            (Some(uuid), true) => {
+        let device = match context.measured_device() {
+            Some(uuid) => {
                 let key = (uuid.to_string(), context.clock_domain.to_string(), context.clock_kind);
                 let next = self.device_names.len() as u32;
                 match self.devices.entry(key) {
                     Entry::Occupied(slot) => *slot.get(),
                     Entry::Vacant(slot) => {
                         self.device_names.push((
-                            uuid.as_str().into(),
+                            uuid.into(),
                             context.clock_domain.as_str().into(),
                             context.clock_kind,
                         ));
@@ -854,7 +853,6 @@ impl StreamingResolver {
             }
             Busy::Unknown => (0, 0, RowBusy::Unknown),
         };
-        let complete = busy != RowBusy::Unknown;
         let kind = self.names.number(batch.get(activity.kind));
         if self.keep_labels {
             let labels = ActivityLabels::new(
@@ -864,14 +862,13 @@ impl StreamingResolver {
             );
             self.activity_labels.push(labels);
         }
-        let gpu = activity.domain == ActivityDomain::Gpu;
-        // Kept only where a report lists the activity by reference.
-        let listed_by_reference = activity.iteration.is_none() || (gpu && (info.device == NONE || !complete));
-        let reference = if listed_by_reference {
-            self.kept_refs.push(batch.get_ref(activity.activity_ref).to_entity_ref());
-            (self.kept_refs.len() - 1) as u32
-        } else {
-            NONE
+        // Prepared only where a report lists the activity by reference.
+        let reference = match activity.reference {
+            Some(reference) => {
+                self.kept_refs.push(batch.get_ref(reference).to_entity_ref());
+                (self.kept_refs.len() - 1) as u32
+            }
+            None => NONE,
         };
         ActivityRow {
             held,
