@@ -157,11 +157,6 @@ impl<'a> RunAccounting<'a> {
     }
 }
 
-/// The most intervals a device's list reserves before it is known to need
-/// them (6 MiB of address space; a list past it grows by doubling): a run of
-/// many devices must not ask for room for every activity on each.
-const RESERVED_ITEMS: usize = 1 << 18;
-
 /// Marks "none" in the `u32` links of [`Item`].
 const NONE: u32 = u32::MAX;
 
@@ -179,6 +174,8 @@ struct Item {
 #[derive(Debug)]
 struct DeviceWork<'a> {
     clock: DeviceClock<'a>,
+    /// The device's intervals, gathered only once they have come out of
+    /// order of start ([`Swept::Gathered`]).
     items: Vec<Item>,
     time: GpuTime,
     stream_index: FastHashMap<u64, u32>,
@@ -186,6 +183,23 @@ struct DeviceWork<'a> {
     /// The last stream looked up and its slot: a device's activities come
     /// in runs on one stream.
     last_stream: Option<(u64, u32)>,
+    swept: Swept,
+}
+
+/// How a device's intervals are swept.
+///
+/// A device's activities nearly always arrive in order of start (a trace is
+/// read in order, an artifact is written in it): then its sweeps take each
+/// interval as it comes, and nothing is stored or sorted. The first
+/// interval out of order drops what was swept, and the device's intervals
+/// are gathered in a second pass and sorted, as a device's always were.
+#[derive(Debug)]
+enum Swept {
+    /// Every interval so far came in order: the device's sweep and its
+    /// streams' (one per stream slot), and the last start.
+    InOrder { sweep: Sweep, streams: Vec<UnionSweep>, last_start: u64 },
+    /// Out of order: gathered into `items` in the second pass.
+    Gathered,
 }
 
 #[derive(Debug)]
@@ -235,8 +249,7 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
     // Likewise the last (iteration, device) group: an iteration's kernels
     // arrive together, and the lookup was a hash probe per activity.
     let mut last_group: Option<((u32, u32), u32)> = None;
-    let activities = graph.counts().activities;
-    for (seen, activity) in graph.activity_facts().enumerate() {
+    for activity in graph.activity_facts() {
         if !activity.attributed {
             unattributed.extend(activity.reference);
         }
@@ -255,17 +268,12 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
                 let device = *device_index.entry(clock).or_insert_with(|| {
                     devices.push(DeviceWork {
                         clock,
-                        // Room for every activity still to come, up to
-                        // RESERVED_ITEMS: address space only until written,
-                        // where growing by doubling copied each device's
-                        // intervals into fresh pages again and again (a
-                        // tenth of the serial tail of the 150 MB bench
-                        // artifact).
-                        items: Vec::with_capacity(activities.saturating_sub(seen).min(RESERVED_ITEMS)),
+                        items: Vec::new(),
                         time: GpuTime::default(),
                         stream_index: FastHashMap::default(),
                         streams: Vec::new(),
                         last_stream: None,
+                        swept: Swept::InOrder { sweep: Sweep::default(), streams: Vec::new(), last_start: 0 },
                     });
                     // At most one device per activity, and activities are
                     // fewer than u32::MAX (tally-resolve caps its tables).
@@ -319,13 +327,28 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
                 group
             }
         };
-        work.items.extend(intervals.iter().map(|interval| Item {
-            start: interval.start_ns(),
-            end: interval.end_ns(),
-            group,
-            stream,
-        }));
+        if let Swept::InOrder { sweep, streams, last_start } = &mut work.swept {
+            if streams.len() < work.streams.len() {
+                streams.resize(work.streams.len(), UnionSweep::default());
+            }
+            for interval in intervals {
+                let (start, end) = (interval.start_ns(), interval.end_ns());
+                if start < *last_start {
+                    work.swept = Swept::Gathered;
+                    break;
+                }
+                *last_start = start;
+                sweep.push(start, end);
+                if stream != NONE {
+                    streams[stream as usize].push(start, end);
+                }
+                if group != NONE {
+                    groups[group as usize].sweep.push(start, end);
+                }
+            }
+        }
     }
+    gather_out_of_order(graph, &mut devices, &device_index, &mut groups, &group_index);
     drop(group_index);
     drop(device_index);
 
@@ -348,23 +371,76 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
     }
 }
 
-/// Sorts one device's intervals once and sweeps them for the device, its
-/// streams and its iterations together.
-fn finish_device<'a>(work: DeviceWork<'a>, groups: &mut [GroupWork]) -> DeviceTotal<'a> {
-    let DeviceWork { clock, mut items, mut time, streams, .. } = work;
-    sort_by_start(&mut items, |item| item.start);
-    let mut sweep = Sweep::default();
-    let mut stream_sweeps = vec![UnionSweep::default(); streams.len()];
-    for item in &items {
-        sweep.push(item.start, item.end);
-        if item.stream != NONE {
-            stream_sweeps[item.stream as usize].push(item.start, item.end);
-        }
-        if item.group != NONE {
-            groups[item.group as usize].sweep.push(item.start, item.end);
+/// The second pass over the activities, for the devices whose intervals
+/// came out of order: each of their intervals gathered with its stream and
+/// group slots (made by the first pass), and their groups' sweeps started
+/// over.
+fn gather_out_of_order<G: ResolvedEvidence + ?Sized>(
+    graph: &G,
+    devices: &mut [DeviceWork<'_>],
+    device_index: &FastHashMap<DeviceClock<'_>, u32>,
+    groups: &mut [GroupWork],
+    group_index: &FastHashMap<(u32, u32), u32>,
+) {
+    if devices.iter().all(|work| matches!(work.swept, Swept::InOrder { .. })) {
+        return;
+    }
+    for group in groups.iter_mut() {
+        if matches!(devices[group.device as usize].swept, Swept::Gathered) {
+            group.sweep = UnionSweep::default();
         }
     }
+    for activity in graph.activity_facts() {
+        if activity.domain != ActivityDomain::Gpu {
+            continue;
+        }
+        let Some(((uuid, domain, kind), busy)) = activity.device.zip(activity.busy) else { continue };
+        // The first pass gave every measurable activity's device, stream
+        // and group a slot.
+        let Some(&device) = device_index.get(&DeviceClock::new(uuid, domain, kind)) else { continue };
+        let work = &mut devices[device as usize];
+        if matches!(work.swept, Swept::InOrder { .. }) {
+            continue;
+        }
+        let stream = activity.stream_id.and_then(|id| work.stream_index.get(&id).copied()).unwrap_or(NONE);
+        let group = activity
+            .iteration
+            .and_then(|iteration| group_index.get(&(iteration as u32, device)).copied())
+            .unwrap_or(NONE);
+        work.items.extend(busy.as_slice().iter().map(|interval| Item {
+            start: interval.start_ns(),
+            end: interval.end_ns(),
+            group,
+            stream,
+        }));
+    }
+}
+
+/// One device's figures: from its sweeps when its intervals came in order,
+/// else from its gathered intervals, sorted once and swept for the device,
+/// its streams and its iterations together.
+fn finish_device<'a>(work: DeviceWork<'a>, groups: &mut [GroupWork]) -> DeviceTotal<'a> {
+    let DeviceWork { clock, mut items, mut time, streams, swept, .. } = work;
+    let (sweep, mut stream_sweeps) = match swept {
+        Swept::InOrder { sweep, streams, .. } => (sweep, streams),
+        Swept::Gathered => {
+            sort_by_start(&mut items, |item| item.start);
+            let mut sweep = Sweep::default();
+            let mut stream_sweeps = vec![UnionSweep::default(); streams.len()];
+            for item in &items {
+                sweep.push(item.start, item.end);
+                if item.stream != NONE {
+                    stream_sweeps[item.stream as usize].push(item.start, item.end);
+                }
+                if item.group != NONE {
+                    groups[item.group as usize].sweep.push(item.start, item.end);
+                }
+            }
+            (sweep, stream_sweeps)
+        }
+    };
     drop(items);
+    stream_sweeps.resize(streams.len(), UnionSweep::default());
     let result = sweep.finish();
     time.busy_ns = result.busy_ns;
     let mut streams: Vec<StreamBusy> = streams
