@@ -932,10 +932,19 @@ impl StreamingResolver {
                 missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
             }
         }
-        for row in self.activity_rows.iter() {
-            if row.iteration != NONE && !iteration_known(row.iteration) {
-                let id = row.held.event_id;
-                missing.push(Missing { event_id: id, kind: ReferenceKind::Iteration, slot: row.iteration });
+        // Activities are most of the rows, and read only to find an
+        // unknown iteration: when every iteration referenced is known,
+        // there is none to find.
+        if iteration_of_slot.contains(&NONE) {
+            for row in self.activity_rows.iter() {
+                if row.iteration != NONE && !iteration_known(row.iteration) {
+                    let id = row.held.event_id;
+                    missing.push(Missing {
+                        event_id: id,
+                        kind: ReferenceKind::Iteration,
+                        slot: row.iteration,
+                    });
+                }
             }
         }
         let reference = |item: &Missing| match item.kind {

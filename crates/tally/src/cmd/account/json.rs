@@ -4,7 +4,6 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
 use tally_gpu_time::{AccountingReport, RunAccounting};
 use tally_resolve::ResolvedEvidence;
 
@@ -16,7 +15,6 @@ pub(crate) fn write(
     detail: bool,
 ) -> io::Result<()> {
     let report = AccountingReport::of(graph, accounting, detail);
-    let mut serializer = serde_json::Serializer::pretty(&mut *out);
-    report.serialize(&mut serializer).map_err(io::Error::other)?;
+    crate::cmd::output::write_pretty(out, &report)?;
     out.write_all(b"\n")
 }
