@@ -67,7 +67,7 @@ const TENS: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_00
 /// assert_eq!(leading_integer(b"7}"), Some((7, 1)));
 /// assert_eq!(leading_integer(b"18446744073709551616"), None);
 /// ```
-#[inline]
+#[inline(always)]
 pub fn leading_integer(text: &[u8]) -> Option<(u64, usize)> {
     let mut value: u64 = 0;
     let mut at = 0;
