@@ -31,8 +31,6 @@ const SHORT_KEYS: [u64; 4] =
 /// Strings this long or longer are hashed four words a step
 /// ([`ContentHasher::json_string`]).
 const LONG_STRING: usize = 64;
-/// The same for [`ContentHasher::text_in_lanes`]: one block of lanes.
-const LANE_TEXT: usize = 32;
 /// The long-string lanes' multipliers (odd, from the digits of e, pi and
 /// the golden ratio, as the lanes' own).
 const BLOCK_LANES: [u64; 4] =
@@ -194,23 +192,6 @@ impl ContentHasher {
             return;
         }
         self.lanes(text);
-    }
-
-    /// A string, hashed as [`ContentHasher::text`] below 32 bytes and four
-    /// words a step into four lanes from there (as
-    /// [`ContentHasher::json_string`] hashes long strings): about four
-    /// times faster on the IDs and names of event content, and two such
-    /// strings that differ collide with a chance near 2^-64, which is what
-    /// a hash folded to 64 bits (a resolver's content fingerprint) keeps of
-    /// any input anyway. Keys, which must keep 128 bits, hash with
-    /// [`ContentHasher::text`].
-    #[inline]
-    pub fn text_in_lanes(&mut self, text: &str) {
-        if text.len() < LANE_TEXT {
-            self.text(text);
-        } else {
-            self.lanes(text);
-        }
     }
 
     /// The length, then 32 bytes a step into four lanes, folded into both

@@ -17,7 +17,7 @@ const FINISH: u64 = 0x5851_f42d_4c95_7f2d;
 /// input bit reaches every output bit in one step (also the mixing step of
 /// [`crate::ContentHasher`]).
 #[inline]
-pub(crate) fn folded_multiply(a: u64, b: u64) -> u64 {
+pub fn folded_multiply(a: u64, b: u64) -> u64 {
     let product = u128::from(a) * u128::from(b);
     (product as u64) ^ ((product >> 64) as u64)
 }

@@ -1,23 +1,104 @@
-//! 128-bit fingerprints of event content, for resolving a stream without
-//! keeping its events.
+//! Fingerprints of event content, for resolving a stream without keeping
+//! its events.
 //!
 //! Two events have the same fingerprint when they are equal as stormlog
 //! compares them (context, body and metadata; metadata with Python's `==`,
 //! where `1 == 1.0 == true`), and different fingerprints otherwise, but for a
-//! chance of about 2^-64 per pair: the resolver keeps 64 bits of each, so
-//! strings of 32 bytes and more are hashed four words a step
-//! ([`ContentHasher::text_in_lanes`]), at that strength. The event ID is not
-//! part of it: the deduplication key holds it already, and entity identity
-//! ignores it. Keys ([`reference`]) keep their 128 bits.
+//! chance of about 2^-64 per pair: the resolver keeps 64 bits, and compares
+//! them only between events under one key. The event ID is not part of it:
+//! the deduplication key holds it already, and entity identity ignores it.
+//! Keys ([`reference`]) keep their 128 bits ([`ContentHasher`]).
 //!
 //! Everything is hashed from an [`EventView`], however it was read, so a
 //! view built straight from a line and the view of a built event give the
 //! same fingerprint.
 
-use std::hash::{Hash, Hasher};
+use std::hash::Hash;
 
+use tally_core::fast_hash::folded_multiply;
 use tally_core::view::{BodyView, EventView, RefView};
 use tally_core::{ContentHasher, CorrelationContext, Span, TokenCounts};
+
+/// Keys of [`Fingerprint`]'s mixing (odd, with set bits in every byte, so
+/// that no word of text or small number cancels one).
+const ABSORB_A: u64 = 0xa076_1d64_78bd_642f;
+const ABSORB_B: u64 = 0xe703_7ed1_a0b4_28db;
+const FINISH: u64 = 0x8ebc_6af0_9c88_c6e3;
+
+/// A 64-bit hash of a sequence of words, taken two at a time into one
+/// folded multiplication (wyhash's step). The sequence is an unambiguous
+/// spelling of the content: strings with their lengths, absent values
+/// apart from present ones. A fingerprint is 64 bits where it is kept, and
+/// [`ContentHasher`]'s two lanes (four multiplications for each short
+/// string, two for each number) were most of preparing an event.
+#[derive(Debug, Clone, Copy)]
+struct Fingerprint {
+    state: u64,
+    /// The first word of a pair, while the second is awaited.
+    pending: Option<u64>,
+}
+
+impl Fingerprint {
+    fn new() -> Self {
+        Self { state: FINISH, pending: None }
+    }
+
+    #[inline]
+    fn word(&mut self, word: u64) {
+        match self.pending.take() {
+            None => self.pending = Some(word),
+            Some(first) => self.state = folded_multiply(self.state ^ first ^ ABSORB_A, word ^ ABSORB_B),
+        }
+    }
+
+    /// A string: its length, then its bytes eight at a time (the last word
+    /// padded with zeros, which the length tells apart).
+    #[inline]
+    fn text(&mut self, text: &str) {
+        let bytes = text.as_bytes();
+        self.word(bytes.len() as u64);
+        let mut words = bytes.chunks_exact(8);
+        for chunk in &mut words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.word(u64::from_le_bytes(word));
+        }
+        let rest = words.remainder();
+        if !rest.is_empty() {
+            let mut word = [0u8; 8];
+            word[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(word));
+        }
+    }
+
+    fn wide(&mut self, value: u128) {
+        self.word(value as u64);
+        self.word((value >> 64) as u64);
+    }
+
+    /// An optional value: `0` for absence, `1` and the value.
+    #[inline]
+    fn option<T>(&mut self, value: Option<T>, each: impl FnOnce(&mut Self, T)) {
+        match value {
+            None => self.word(0),
+            Some(value) => {
+                self.word(1);
+                each(self, value);
+            }
+        }
+    }
+
+    fn finish(self) -> u64 {
+        // A lone last word is paired with a word no pair of the spelling
+        // ends in (the spelling's words are counted by its lengths and
+        // tags, so the pairing is unambiguous either way).
+        let state = match self.pending {
+            Some(last) => folded_multiply(self.state ^ last ^ ABSORB_A, ABSORB_B ^ FINISH),
+            None => self.state,
+        };
+        folded_multiply(state ^ ABSORB_B, FINISH)
+    }
+}
 
 /// The fingerprint of a context, computed once per shared context.
 pub(crate) fn context_fingerprint(context: &CorrelationContext) -> u128 {
@@ -28,14 +109,12 @@ pub(crate) fn context_fingerprint(context: &CorrelationContext) -> u128 {
 
 /// What stormlog's equality of two events compares apart from the event ID:
 /// context, type, body and metadata.
-pub(crate) fn content_fingerprint(event: &EventView<'_>, context: u128) -> u128 {
-    let mut fp = ContentHasher::default();
-    fp.write_u64(context as u64);
-    fp.write_u64((context >> 64) as u64);
+pub(crate) fn content_fingerprint(event: &EventView<'_>, context: u128) -> u64 {
+    let mut fp = Fingerprint::new();
+    fp.wide(context);
     body(&mut fp, &event.body);
-    fp.write_u64(event.metadata.hash as u64);
-    fp.write_u64((event.metadata.hash >> 64) as u64);
-    fp.finish128()
+    fp.wide(event.metadata.hash);
+    fp.finish()
 }
 
 /// A reference's two parts.
@@ -45,31 +124,30 @@ pub(crate) fn reference(fp: &mut ContentHasher, value: RefView<'_>) {
     fp.text(value.id());
 }
 
-/// A reference in content, whose fingerprint is folded to 64 bits: its
-/// strings hashed in lanes.
-fn content_reference(fp: &mut ContentHasher, value: RefView<'_>) {
-    fp.text_in_lanes(value.producer_id());
-    fp.text_in_lanes(value.id());
+/// A reference in content.
+fn content_reference(fp: &mut Fingerprint, value: RefView<'_>) {
+    fp.text(value.producer_id());
+    fp.text(value.id());
 }
 
-fn optional_ref(fp: &mut ContentHasher, value: Option<RefView<'_>>) {
+fn optional_ref(fp: &mut Fingerprint, value: Option<RefView<'_>>) {
     fp.option(value, content_reference);
 }
 
-fn optional_text(fp: &mut ContentHasher, value: Option<&str>) {
-    fp.option(value, |fp, text| fp.text_in_lanes(text));
+fn optional_text(fp: &mut Fingerprint, value: Option<&str>) {
+    fp.option(value, |fp, text| fp.text(text));
 }
 
-fn number(fp: &mut ContentHasher, value: Option<u64>) {
-    fp.option(value, |fp, value| fp.write_u64(value));
+fn number(fp: &mut Fingerprint, value: Option<u64>) {
+    fp.option(value, Fingerprint::word);
 }
 
-fn span(fp: &mut ContentHasher, value: &Span) {
+fn span(fp: &mut Fingerprint, value: &Span) {
     number(fp, value.start_ns());
     number(fp, value.end_ns());
 }
 
-fn tokens(fp: &mut ContentHasher, value: &TokenCounts) {
+fn tokens(fp: &mut Fingerprint, value: &TokenCounts) {
     let TokenCounts { input_tokens, output_tokens, kv_bytes } = *value;
     number(fp, input_tokens);
     number(fp, output_tokens);
@@ -78,12 +156,12 @@ fn tokens(fp: &mut ContentHasher, value: &TokenCounts) {
 
 /// Every field of every body type; the exhaustive patterns make a field
 /// added to the view a compile error here until it is fingerprinted.
-fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
-    fp.tag(body.event_type() as u8);
+fn body(fp: &mut Fingerprint, body: &BodyView<'_>) {
+    fp.word(body.event_type() as u64);
     match *body {
         BodyView::Artifact { artifact_kind, created_at_ns } => {
-            fp.text_in_lanes(artifact_kind);
-            fp.write_u64(created_at_ns);
+            fp.text(artifact_kind);
+            fp.word(created_at_ns);
         }
         BodyView::Request {
             request_ref,
@@ -107,7 +185,7 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
         }
         BodyView::Stage { stage_ref, name, request_ref, iteration_ref, span: when, tokens: counts } => {
             content_reference(fp, stage_ref);
-            fp.text_in_lanes(name);
+            fp.text(name);
             optional_ref(fp, request_ref);
             optional_ref(fp, iteration_ref);
             span(fp, &when);
@@ -116,7 +194,7 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
         BodyView::Membership { request_ref, iteration_ref, role, attempt_ref, tokens: counts } => {
             content_reference(fp, request_ref);
             content_reference(fp, iteration_ref);
-            fp.text_in_lanes(role);
+            fp.text(role);
             optional_ref(fp, attempt_ref);
             tokens(fp, &counts);
         }
@@ -134,8 +212,8 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             span: when,
         }) => {
             content_reference(fp, activity_ref);
-            fp.text_in_lanes(activity_kind);
-            fp.write_u8(activity_domain as u8);
+            fp.text(activity_kind);
+            fp.word(activity_domain as u64);
             optional_ref(fp, iteration_ref);
             optional_ref(fp, correlation_scope);
             optional_text(fp, trace_attachment_id);
@@ -146,12 +224,12 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             span(fp, &when);
         }
         BodyView::Capabilities(capabilities) => {
-            fp.text_in_lanes(capabilities.component());
-            fp.write_u8(u8::from(capabilities.available()));
+            fp.text(capabilities.component());
+            fp.word(u64::from(capabilities.available()));
             for list in [capabilities.supported(), capabilities.enabled(), capabilities.collected()] {
-                fp.write_usize(list.len());
+                fp.word(list.len() as u64);
                 for name in list {
-                    fp.text_in_lanes(name);
+                    fp.text(name);
                 }
             }
         }
@@ -162,10 +240,10 @@ fn body(fp: &mut ContentHasher, body: &BodyView<'_>) {
             uncertainty_ns,
             validity,
         } => {
-            fp.text_in_lanes(from_clock_domain);
-            fp.text_in_lanes(to_clock_domain);
-            fp.write_u64(offset_ns as u64);
-            fp.write_u64(uncertainty_ns);
+            fp.text(from_clock_domain);
+            fp.text(to_clock_domain);
+            fp.word(offset_ns as u64);
+            fp.word(uncertainty_ns);
             span(fp, &validity);
         }
     }

@@ -108,8 +108,8 @@ pub(crate) struct PreparedEvent {
     pub(crate) context: u32,
     /// The 128-bit hash of (session, producer, event ID).
     pub(crate) key: u128,
-    /// The content fingerprint, folded to 64 bits (compared only between
-    /// deliveries under one key).
+    /// The content fingerprint (compared only between deliveries under one
+    /// key).
     pub(crate) fingerprint: u64,
     pub(crate) event_id: Str,
     pub(crate) body: PreparedBody,
@@ -254,20 +254,13 @@ impl PreparedBatch {
     pub fn push(&mut self, record: usize, event: &EventView<'_>) {
         let context = self.context(event.context);
         let prepared = &self.contexts[context as usize];
-        let full = content_fingerprint(event, prepared.fingerprint);
+        let fingerprint = content_fingerprint(event, prepared.fingerprint);
         let mut key = prepared.namespace;
         key.text(event.event_id);
         let key = key.finish128();
         let event_id = self.str(event.event_id);
         let body = self.body(event);
-        self.events.push(PreparedEvent {
-            record,
-            context,
-            key,
-            fingerprint: (full as u64) ^ ((full >> 64) as u64),
-            event_id,
-            body,
-        });
+        self.events.push(PreparedEvent { record, context, key, fingerprint, event_id, body });
     }
 
     /// The batch's index of a context, by address (a batch holds a handful).
