@@ -6,7 +6,8 @@ use serde_json::{Value, json};
 use tally_conformance::runs::{arb_delivery, arb_run, deliver};
 use tally_core::{EntityRef, InferenceRecord};
 use tally_gpu_time::{
-    GpuTime, RequestShareEstimate, RunAccounting, ShareError, account_gpu_time, validate_request_shares,
+    GpuTime, RequestShareEstimate, RunAccounting, ShareError, account_gpu_time, account_gpu_time_on,
+    validate_request_shares,
 };
 use tally_resolve::{CorrelationGraph, ResolvedEvidence, resolve_inference_events};
 
@@ -106,6 +107,24 @@ proptest! {
         });
         let delivered = deliver(&records, &order, &repeats);
         prop_assert_eq!(summarize(&in_order), summarize(&delivered));
+    }
+
+    /// Accounting on several threads (each its own devices, dealt out in
+    /// the order they are first met) is accounting on one, for runs in
+    /// their own order and in order of start.
+    #[test]
+    fn accounting_on_threads_is_accounting_on_one((records, (order, repeats)) in run_with_delivery(), threads in 2usize..5) {
+        let delivered = deliver(&records, &order, &repeats);
+        let mut in_order = records.clone();
+        in_order.sort_by_key(|record| match record.as_event().map(|event| event.body()) {
+            Some(tally_core::EventBody::ActivityRef(activity)) => activity.span.start_ns(),
+            _ => None,
+        });
+        for run in [delivered, in_order] {
+            let graph = resolve_inference_events(&run).expect("generated runs resolve");
+            let one = summary_of_accounting(&account_gpu_time_on(&graph, 1));
+            prop_assert_eq!(summary_of_accounting(&account_gpu_time_on(&graph, threads)), one);
+        }
     }
 
     #[test]

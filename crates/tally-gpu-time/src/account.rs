@@ -165,7 +165,7 @@ const NONE: u32 = u32::MAX;
 struct Item {
     start: u64,
     end: u64,
-    /// Index into the (iteration, device) accumulators.
+    /// Index into the device's (iteration) groups.
     group: u32,
     /// Index into the device's streams.
     stream: u32,
@@ -183,6 +183,12 @@ struct DeviceWork<'a> {
     /// The last stream looked up and its slot: a device's activities come
     /// in runs on one stream.
     last_stream: Option<(u64, u32)>,
+    /// The device's share of each iteration, by the iteration's index.
+    groups: Vec<GroupWork>,
+    group_index: FastHashMap<u32, u32>,
+    /// The last iteration looked up and its group: an iteration's kernels
+    /// arrive together.
+    last_group: Option<(u32, u32)>,
     swept: Swept,
 }
 
@@ -202,10 +208,60 @@ enum Swept {
     Gathered,
 }
 
+impl<'a> DeviceWork<'a> {
+    fn new(clock: DeviceClock<'a>) -> Self {
+        Self {
+            clock,
+            items: Vec::new(),
+            time: GpuTime::default(),
+            stream_index: FastHashMap::default(),
+            streams: Vec::new(),
+            last_stream: None,
+            groups: Vec::new(),
+            group_index: FastHashMap::default(),
+            last_group: None,
+            swept: Swept::InOrder { sweep: Sweep::default(), streams: Vec::new(), last_start: 0 },
+        }
+    }
+
+    /// The stream slot of `stream_id`, made on first sight.
+    fn stream(&mut self, stream_id: u64) -> u32 {
+        match self.last_stream {
+            Some((known, stream)) if known == stream_id => stream,
+            _ => {
+                let stream = stream_slot(&mut self.stream_index, &mut self.streams, stream_id);
+                self.last_stream = Some((stream_id, stream));
+                stream
+            }
+        }
+    }
+
+    /// The group of iteration `iteration` on this device, made on first
+    /// sight.
+    fn group(&mut self, iteration: u32) -> u32 {
+        match self.last_group {
+            Some((known, group)) if known == iteration => group,
+            _ => {
+                let next = self.groups.len() as u32;
+                let group = *self.group_index.entry(iteration).or_insert(next);
+                if group == next {
+                    self.groups.push(GroupWork {
+                        iteration,
+                        time: GpuTime::default(),
+                        sweep: UnionSweep::default(),
+                    });
+                }
+                self.last_group = Some((iteration, group));
+                group
+            }
+        }
+    }
+}
+
+/// A device's share of one iteration.
 #[derive(Debug)]
 struct GroupWork {
     iteration: u32,
-    device: u32,
     time: GpuTime,
     sweep: UnionSweep,
 }
@@ -223,6 +279,10 @@ fn add(time: &mut GpuTime, summed: u128) {
     time.activity_count += 1;
 }
 
+/// Activities from which the accounting runs on two threads when a second
+/// core is there: below it a thread costs more than it saves.
+const PARALLEL_ACTIVITIES: usize = 1 << 16;
+
 /// stormlog's `account_gpu_time`: summed activity, interval union and
 /// iteration elapsed time, kept apart per device clock, with tally's
 /// per-device details.
@@ -235,133 +295,45 @@ fn add(time: &mut GpuTime, summed: u128) {
 ///
 /// Works on any [`ResolvedEvidence`]: a [`tally_resolve::CorrelationGraph`]
 /// that borrows its events, or a [`tally_resolve::StreamedRun`] that kept
-/// none.
+/// none. A large run's devices are shared out between two threads, each
+/// reading every activity and accounting those of its own devices.
 pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccounting<'_> {
-    let mut devices: Vec<DeviceWork<'_>> = Vec::new();
-    let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
-    let mut groups: Vec<GroupWork> = Vec::new();
-    let mut group_index: FastHashMap<(u32, u32), u32> = FastHashMap::default();
-    let mut unattributed = Vec::new();
-    let mut unmeasured = Vec::new();
-    // Activities of one producer share one context, and its strings: remember
-    // the last device clock by address to skip hashing it again.
-    let mut last_clock: Option<(DeviceClock<'_>, u32)> = None;
-    // Likewise the last (iteration, device) group: an iteration's kernels
-    // arrive together, and the lookup was a hash probe per activity.
-    let mut last_group: Option<((u32, u32), u32)> = None;
-    for activity in graph.activity_facts() {
-        if !activity.attributed {
-            unattributed.extend(activity.reference);
-        }
-        if activity.domain != ActivityDomain::Gpu {
-            continue;
-        }
-        let measurable = activity.device.zip(activity.busy);
-        let Some(((uuid, domain, kind), busy)) = measurable else {
-            unmeasured.extend(activity.reference);
-            continue;
-        };
-        let clock = DeviceClock::new(uuid, domain, kind);
-        let device = match last_clock {
-            Some((known, device)) if same_strings(&known, &clock) => device,
-            _ => {
-                let device = *device_index.entry(clock).or_insert_with(|| {
-                    devices.push(DeviceWork {
-                        clock,
-                        items: Vec::new(),
-                        time: GpuTime::default(),
-                        stream_index: FastHashMap::default(),
-                        streams: Vec::new(),
-                        last_stream: None,
-                        swept: Swept::InOrder { sweep: Sweep::default(), streams: Vec::new(), last_start: 0 },
-                    });
-                    // At most one device per activity, and activities are
-                    // fewer than u32::MAX (tally-resolve caps its tables).
-                    (devices.len() - 1) as u32
-                });
-                last_clock = Some((clock, device));
-                device
-            }
-        };
-        let work = &mut devices[device as usize];
-        let intervals = busy.as_slice();
-        let summed: u128 = intervals.iter().map(|interval| u128::from(interval.duration_ns())).sum();
-        add(&mut work.time, summed);
-        let stream = match activity.stream_id {
-            None => NONE,
-            Some(stream_id) => {
-                let stream = match work.last_stream {
-                    Some((known, stream)) if known == stream_id => stream,
-                    _ => {
-                        let stream = stream_slot(&mut work.stream_index, &mut work.streams, stream_id);
-                        work.last_stream = Some((stream_id, stream));
-                        stream
-                    }
-                };
-                add(&mut work.streams[stream as usize].1, summed);
-                stream
-            }
-        };
-        let group = match activity.iteration {
-            None => NONE,
-            Some(iteration) => {
-                let key = (iteration as u32, device);
-                let group = match last_group {
-                    Some((known, group)) if known == key => group,
-                    _ => {
-                        let next = groups.len() as u32;
-                        let group = *group_index.entry(key).or_insert(next);
-                        if group == next {
-                            groups.push(GroupWork {
-                                iteration: iteration as u32,
-                                device,
-                                time: GpuTime::default(),
-                                sweep: UnionSweep::default(),
-                            });
-                        }
-                        last_group = Some((key, group));
-                        group
-                    }
-                };
-                add(&mut groups[group as usize].time, summed);
-                group
-            }
-        };
-        if let Swept::InOrder { sweep, streams, last_start } = &mut work.swept {
-            if streams.len() < work.streams.len() {
-                streams.resize(work.streams.len(), UnionSweep::default());
-            }
-            for interval in intervals {
-                let (start, end) = (interval.start_ns(), interval.end_ns());
-                if start < *last_start {
-                    work.swept = Swept::Gathered;
-                    break;
-                }
-                *last_start = start;
-                sweep.push(start, end);
-                if stream != NONE {
-                    streams[stream as usize].push(start, end);
-                }
-                if group != NONE {
-                    groups[group as usize].sweep.push(start, end);
-                }
-            }
-        }
-    }
-    gather_out_of_order(graph, &mut devices, &device_index, &mut groups, &group_index);
-    drop(group_index);
-    drop(device_index);
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = if graph.counts().activities >= PARALLEL_ACTIVITIES { cores.min(2) } else { 1 };
+    account_gpu_time_on(graph, threads)
+}
 
-    let clocks: Vec<DeviceClock<'_>> = devices.iter().map(|work| work.clock).collect();
-    let mut device_totals = Vec::with_capacity(devices.len());
-    for work in devices {
-        device_totals.push(finish_device(work, &mut groups));
-    }
+/// [`account_gpu_time`] on `threads` threads (at least one) whatever the
+/// run's size: the devices are dealt out in the order they are first met,
+/// and each thread reads every activity and accounts its own devices'. The
+/// accounting is the same for any number of threads.
+pub fn account_gpu_time_on<G: ResolvedEvidence + ?Sized>(graph: &G, threads: usize) -> RunAccounting<'_> {
+    let parts = threads.max(1);
+    // The last part also lists the unattributed and unmeasured activities
+    // and sorts the lists, beside the others' devices.
+    let mut accounted: Vec<Part<'_>> = std::thread::scope(|scope| {
+        let others: Vec<_> =
+            (1..parts).map(|part| scope.spawn(move || Part::account(graph, part, parts))).collect();
+        let mut accounted = vec![Part::account(graph, 0, parts)];
+        // Accounting only reads and adds; a panic there is a bug, passed on.
+        accounted.extend(
+            others
+                .into_iter()
+                .map(|other| other.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))),
+        );
+        accounted
+    });
+    let listed = accounted.len() - 1;
+    let unattributed = std::mem::take(&mut accounted[listed].unattributed);
+    let unmeasured = std::mem::take(&mut accounted[listed].unmeasured);
+    // Each device's groups go with its clock, in whatever order.
+    let finished: Vec<(DeviceTotal<'_>, Vec<GroupWork>)> =
+        accounted.into_iter().flat_map(|part| part.finished).collect();
+    let clocks: Vec<DeviceClock<'_>> = finished.iter().map(|(total, _)| total.clock).collect();
+    let (mut device_totals, groups): (Vec<DeviceTotal<'_>>, Vec<Vec<GroupWork>>) =
+        finished.into_iter().unzip();
     device_totals.sort_by(|a, b| a.clock.cmp(&b.clock));
-
     let iterations = iteration_timings(graph, groups, &clocks);
-    unattributed.sort_unstable();
-    unmeasured.sort_unstable();
     RunAccounting {
         run_id: graph.run_id(),
         iterations,
@@ -371,23 +343,126 @@ pub fn account_gpu_time<G: ResolvedEvidence + ?Sized>(graph: &G) -> RunAccountin
     }
 }
 
+/// What one thread accounts: the devices numbered `part`, `part + parts`,
+/// ... in the order every thread first meets them (each reads every
+/// activity in one order), finished; and, for the last part, the lists of
+/// unattributed and unmeasured activities, sorted.
+struct Part<'a> {
+    finished: Vec<(DeviceTotal<'a>, Vec<GroupWork>)>,
+    unattributed: Vec<&'a EntityRef>,
+    unmeasured: Vec<&'a EntityRef>,
+}
+
+impl<'a> Part<'a> {
+    fn account<G: ResolvedEvidence + ?Sized>(graph: &'a G, part: usize, parts: usize) -> Self {
+        // Every device met, numbered in first-seen order; `None` for
+        // another part's.
+        let mut devices: Vec<Option<DeviceWork<'a>>> = Vec::new();
+        let mut device_index: FastHashMap<DeviceClock<'a>, u32> = FastHashMap::default();
+        let mut unattributed = Vec::new();
+        let mut unmeasured = Vec::new();
+        let lists = part == parts - 1;
+        // Activities of one producer share one context, and its strings:
+        // remember the last device clock by address to skip hashing it again.
+        let mut last_clock: Option<(DeviceClock<'a>, u32)> = None;
+        for activity in graph.activity_facts() {
+            if lists && !activity.attributed {
+                unattributed.extend(activity.reference);
+            }
+            if activity.domain != ActivityDomain::Gpu {
+                continue;
+            }
+            let Some(((uuid, domain, kind), busy)) = activity.device.zip(activity.busy) else {
+                if lists {
+                    unmeasured.extend(activity.reference);
+                }
+                continue;
+            };
+            let clock = DeviceClock::new(uuid, domain, kind);
+            let device = match last_clock {
+                Some((known, device)) if same_strings(&known, &clock) => device,
+                _ => {
+                    let device = *device_index.entry(clock).or_insert_with(|| {
+                        let number = devices.len();
+                        devices.push((number % parts == part).then(|| DeviceWork::new(clock)));
+                        // At most one device per activity, and activities
+                        // are fewer than u32::MAX (tally-resolve caps its
+                        // tables).
+                        number as u32
+                    });
+                    last_clock = Some((clock, device));
+                    device
+                }
+            };
+            let Some(work) = &mut devices[device as usize] else { continue };
+            let intervals = busy.as_slice();
+            let summed: u128 = intervals.iter().map(|interval| u128::from(interval.duration_ns())).sum();
+            add(&mut work.time, summed);
+            let stream = match activity.stream_id {
+                None => NONE,
+                Some(stream_id) => {
+                    let stream = work.stream(stream_id);
+                    add(&mut work.streams[stream as usize].1, summed);
+                    stream
+                }
+            };
+            let group = match activity.iteration {
+                None => NONE,
+                Some(iteration) => {
+                    let group = work.group(iteration as u32);
+                    add(&mut work.groups[group as usize].time, summed);
+                    group
+                }
+            };
+            if let Swept::InOrder { sweep, streams, last_start } = &mut work.swept {
+                if streams.len() < work.streams.len() {
+                    streams.resize(work.streams.len(), UnionSweep::default());
+                }
+                for interval in intervals {
+                    let (start, end) = (interval.start_ns(), interval.end_ns());
+                    if start < *last_start {
+                        work.swept = Swept::Gathered;
+                        break;
+                    }
+                    *last_start = start;
+                    sweep.push(start, end);
+                    if stream != NONE {
+                        streams[stream as usize].push(start, end);
+                    }
+                    if group != NONE {
+                        work.groups[group as usize].sweep.push(start, end);
+                    }
+                }
+            }
+        }
+        gather_out_of_order(graph, &mut devices, &device_index);
+        let finished = devices.into_iter().flatten().map(finish_device).collect();
+        unattributed.sort_unstable();
+        unmeasured.sort_unstable();
+        Part { finished, unattributed, unmeasured }
+    }
+}
+
 /// The second pass over the activities, for the devices whose intervals
 /// came out of order: each of their intervals gathered with its stream and
 /// group slots (made by the first pass), and their groups' sweeps started
 /// over.
-fn gather_out_of_order<G: ResolvedEvidence + ?Sized>(
-    graph: &G,
-    devices: &mut [DeviceWork<'_>],
-    device_index: &FastHashMap<DeviceClock<'_>, u32>,
-    groups: &mut [GroupWork],
-    group_index: &FastHashMap<(u32, u32), u32>,
+fn gather_out_of_order<'a, G: ResolvedEvidence + ?Sized>(
+    graph: &'a G,
+    devices: &mut [Option<DeviceWork<'a>>],
+    device_index: &FastHashMap<DeviceClock<'a>, u32>,
 ) {
-    if devices.iter().all(|work| matches!(work.swept, Swept::InOrder { .. })) {
+    let gathered = |work: &Option<DeviceWork<'_>>| {
+        work.as_ref().is_some_and(|work| matches!(work.swept, Swept::Gathered))
+    };
+    if !devices.iter().any(gathered) {
         return;
     }
-    for group in groups.iter_mut() {
-        if matches!(devices[group.device as usize].swept, Swept::Gathered) {
-            group.sweep = UnionSweep::default();
+    for work in devices.iter_mut().flatten() {
+        if matches!(work.swept, Swept::Gathered) {
+            for group in &mut work.groups {
+                group.sweep = UnionSweep::default();
+            }
         }
     }
     for activity in graph.activity_facts() {
@@ -395,17 +470,17 @@ fn gather_out_of_order<G: ResolvedEvidence + ?Sized>(
             continue;
         }
         let Some(((uuid, domain, kind), busy)) = activity.device.zip(activity.busy) else { continue };
-        // The first pass gave every measurable activity's device, stream
-        // and group a slot.
+        // The first pass numbered every measurable activity's device and
+        // gave its stream and group a slot.
         let Some(&device) = device_index.get(&DeviceClock::new(uuid, domain, kind)) else { continue };
-        let work = &mut devices[device as usize];
+        let Some(work) = &mut devices[device as usize] else { continue };
         if matches!(work.swept, Swept::InOrder { .. }) {
             continue;
         }
         let stream = activity.stream_id.and_then(|id| work.stream_index.get(&id).copied()).unwrap_or(NONE);
         let group = activity
             .iteration
-            .and_then(|iteration| group_index.get(&(iteration as u32, device)).copied())
+            .and_then(|iteration| work.group_index.get(&(iteration as u32)).copied())
             .unwrap_or(NONE);
         work.items.extend(busy.as_slice().iter().map(|interval| Item {
             start: interval.start_ns(),
@@ -416,11 +491,12 @@ fn gather_out_of_order<G: ResolvedEvidence + ?Sized>(
     }
 }
 
-/// One device's figures: from its sweeps when its intervals came in order,
-/// else from its gathered intervals, sorted once and swept for the device,
-/// its streams and its iterations together.
-fn finish_device<'a>(work: DeviceWork<'a>, groups: &mut [GroupWork]) -> DeviceTotal<'a> {
-    let DeviceWork { clock, mut items, mut time, streams, swept, .. } = work;
+/// One device's figures and its groups with their busy time: from its
+/// sweeps when its intervals came in order, else from its gathered
+/// intervals, sorted once and swept for the device, its streams and its
+/// iterations together.
+fn finish_device(work: DeviceWork<'_>) -> (DeviceTotal<'_>, Vec<GroupWork>) {
+    let DeviceWork { clock, mut items, mut time, streams, mut groups, swept, .. } = work;
     let (sweep, mut stream_sweeps) = match swept {
         Swept::InOrder { sweep, streams, .. } => (sweep, streams),
         Swept::Gathered => {
@@ -458,21 +534,26 @@ fn finish_device<'a>(work: DeviceWork<'a>, groups: &mut [GroupWork]) -> DeviceTo
         envelope: result.envelope,
         idle_gaps: result.gaps,
     };
-    DeviceTotal { clock, time, detail }
+    for group in &mut groups {
+        group.time.busy_ns = std::mem::take(&mut group.sweep).finish();
+    }
+    (DeviceTotal { clock, time, detail }, groups)
 }
 
+/// Each known iteration's timing; `groups[d]` are device `d`'s finished
+/// groups, whose clock is `clocks[d]`.
 fn iteration_timings<'a, G: ResolvedEvidence + ?Sized>(
     graph: &'a G,
-    groups: Vec<GroupWork>,
+    groups: Vec<Vec<GroupWork>>,
     clocks: &[DeviceClock<'a>],
 ) -> Vec<IterationTiming<'a>> {
     let mut rows_of: Vec<Vec<(DeviceClock<'a>, GpuTime)>> = Vec::new();
     let facts: Vec<IterationFacts<'a>> = graph.iteration_facts().collect();
     rows_of.resize_with(facts.len(), Vec::new);
-    for group in groups {
-        let mut time = group.time;
-        time.busy_ns = group.sweep.finish();
-        rows_of[group.iteration as usize].push((clocks[group.device as usize], time));
+    for (device_groups, clock) in groups.into_iter().zip(clocks) {
+        for group in device_groups {
+            rows_of[group.iteration as usize].push((*clock, group.time));
+        }
     }
     let mut timings: Vec<IterationTiming<'a>> = facts
         .into_iter()

@@ -59,7 +59,7 @@ mod shares;
 
 pub use account::{
     DeviceClock, DeviceDetail, DeviceTotal, GpuTime, IterationTiming, RunAccounting, StreamBusy,
-    account_gpu_time,
+    account_gpu_time, account_gpu_time_on,
 };
 pub use model::{ShareModel, ShareModelError};
 pub use report::{AccountingReport, DeviceDetailRow, GpuTimeRow, IterationRow, StreamRow, UnresolvedRow};

@@ -89,8 +89,9 @@ pub struct MembershipFacts<'g> {
 }
 
 /// A resolved run, read through facts: what `tally-gpu-time` accounts and
-/// what `tally account` reports.
-pub trait ResolvedEvidence {
+/// what `tally account` reports. Read-only, and readable from several
+/// threads at once (the accounting of a large run shares its devices out).
+pub trait ResolvedEvidence: Sync {
     /// The run; `None` when there was no correlation event.
     fn run_id(&self) -> Option<&str>;
 
