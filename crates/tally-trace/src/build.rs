@@ -11,7 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::num::NonZeroU64;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
 use tally_core::fast_hash::FastHashMap;
@@ -24,6 +25,7 @@ use tally_core::interval::{UnionSweep, merge_intervals};
 
 use crate::collect::{Collected, GpuEvent, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
 use crate::error::{SinkError, TraceErrorKind};
+use crate::parallel::RecordBatcher;
 use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 use crate::{Detail, ImportOptions, ranges};
 
@@ -233,8 +235,23 @@ struct DeviceFigures {
 /// union of the events with the spans of multi-event launch records.
 fn device_figures(
     gpu: &Rows<GpuEvent>,
-    mut group_spans: Vec<((u64, u32), u64, u64)>,
+    grouped: &[u32],
+    runs: &[(u32, u32)],
 ) -> BTreeMap<(u64, u32), DeviceFigures> {
+    // The spans of launch records that hold several events (`runs` of
+    // `grouped`, as [`groups`] gives them), by device: with the events
+    // themselves, they make the launch span.
+    let mut group_spans: Vec<((u64, u32), u64, u64)> = runs
+        .iter()
+        .filter(|&&(_, length)| length > 1)
+        .map(|&(position, length)| {
+            let members = &grouped[position as usize..(position + length) as usize];
+            let first = &gpu[members[0] as usize];
+            let start = members.iter().map(|&index| gpu[index as usize].start).min().unwrap_or(first.start);
+            let end = members.iter().map(|&index| gpu[index as usize].end).max().unwrap_or(first.end);
+            ((first.pid, first.device), start, end)
+        })
+        .collect();
     // Sums are u128 here; they are checked where they are written.
     let mut order: Vec<u32> = (0..gpu.len() as u32).collect();
     order.sort_unstable_by_key(|&index| {
@@ -285,32 +302,78 @@ pub(crate) struct FileOutcome {
     pub(crate) events: u64,
 }
 
-struct Builder<'a> {
+/// What every record of one trace is made from, read-only once the rows are
+/// read: the trace's tables and identity, the import's options, and the
+/// contexts made so far (shared, so that every thread emitting records
+/// gives them one `Arc` per context).
+struct Shared<'a> {
     collected: &'a Collected,
     info: &'a TraceInfo,
     file: &'a FileIdentity,
     options: &'a ImportOptions,
     uuids: &'a BTreeMap<u32, String>,
-    outlet: Outlet<'a>,
+    device_clock_domain: NonEmptyString,
+    host_clock_domain: NonEmptyString,
+    made: Mutex<MadeContexts>,
+}
+
+/// Contexts by (device, process) and by process.
+#[derive(Default)]
+struct MadeContexts {
+    devices: FastHashMap<(u32, u64), Arc<CorrelationContext>>,
+    hosts: FastHashMap<u64, Arc<CorrelationContext>>,
+}
+
+/// The figures of a trace's summary that its activity records add up, per
+/// emitting thread; [`Tally::merge`] adds two.
+#[derive(Default)]
+struct Tally {
+    devices: BTreeMap<(u64, u32), DeviceTally>,
+    unresolved: BTreeMap<&'static str, u64>,
+    runtime_unresolved: BTreeMap<&'static str, u64>,
+    linked_events: u64,
+    graph_events: u64,
+}
+
+impl Tally {
+    fn merge(&mut self, other: Tally) {
+        for (key, tally) in other.devices {
+            // A device's entry is made from its first row the same way on
+            // any thread.
+            self.devices.entry(key).or_insert(tally);
+        }
+        for (reason, count) in other.unresolved {
+            *self.unresolved.entry(reason).or_default() += count;
+        }
+        for (reason, count) in other.runtime_unresolved {
+            *self.runtime_unresolved.entry(reason).or_default() += count;
+        }
+        self.linked_events += other.linked_events;
+        self.graph_events += other.graph_events;
+    }
+}
+
+/// What a GPU group's record is found from: the rows, the launch index and
+/// each runtime call's iteration, and the groups as ranges of `order`.
+struct GpuGroups<'a> {
+    gpu: &'a Rows<GpuEvent>,
+    runtime: &'a Rows<RuntimeRow>,
+    launches: &'a LaunchIndex,
+    runtime_links: &'a [Link],
+    order: &'a [u32],
+}
+
+/// Where one thread's records go: each counted and passed on.
+type Out<'o> = dyn FnMut(TraceRecord<'_>) -> Result<(), TraceErrorKind> + 'o;
+
+/// One thread's making of records: the contexts it has looked up, the
+/// activity IDs it spells, and its share of the summary's figures.
+struct Emitter<'a> {
+    shared: &'a Shared<'a>,
     contexts: FastHashMap<(u32, u64), Arc<CorrelationContext>>,
     host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
     spelled: Spelled<'a>,
-    device_clock_domain: NonEmptyString,
-    host_clock_domain: NonEmptyString,
-}
-
-/// Where the records go, counted: a field of its own, so that a record
-/// borrowing the builder's other fields (an activity's parts) can be sent.
-struct Outlet<'a> {
-    sink: &'a mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
-    events: u64,
-}
-
-impl Outlet<'_> {
-    fn send(&mut self, record: TraceRecord<'_>) -> Result<(), TraceErrorKind> {
-        self.events += 1;
-        (self.sink)(record).map_err(TraceErrorKind::Sink)
-    }
+    tally: Tally,
 }
 
 /// What consecutive activity records share, spelled once and lent to each
@@ -416,33 +479,409 @@ pub(crate) fn build(
     uuids: &BTreeMap<u32, String>,
     sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
 ) -> Result<FileOutcome, TraceErrorKind> {
-    let host = info.host.as_deref().unwrap_or("unknown-host");
-    let device_clock_domain = NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
-    let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
-    // The rows are moved out of `collected` and handed to `run` by value,
-    // so that the GPU rows are freed once their records are built (before
-    // the runtime calls' records grow the consumer's tables) and the runtime
+    // The rows are moved out of `collected` and handed over by value, so
+    // that the GPU rows are freed once their records are built (before the
+    // runtime calls' records grow the consumer's tables) and the runtime
     // rows block by block as theirs are: the peak is then one table, not
     // both.
     let gpu = std::mem::take(&mut collected.gpu);
     let runtime = std::mem::take(&mut collected.runtime);
-    let mut builder = Builder {
-        collected,
-        info,
-        file,
-        options,
-        uuids,
-        outlet: Outlet { sink, events: 0 },
-        contexts: FastHashMap::default(),
-        host_contexts: FastHashMap::default(),
-        spelled: Spelled { file, activity_count: 0, activity_id: String::new(), last_scope: None },
-        device_clock_domain,
-        host_clock_domain,
+    let shared = Shared::new(collected, info, file, options, uuids)?;
+    let mut events = 0u64;
+    let mut out = |record: TraceRecord<'_>| -> Result<(), TraceErrorKind> {
+        events += 1;
+        sink(record).map_err(TraceErrorKind::Sink)
     };
-    builder.run(gpu, runtime)
+    let made = in_order(&shared, gpu, runtime, &mut out)?;
+    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events })
 }
 
-impl Builder<'_> {
+/// [`build`] into `batcher`'s batches, passed to `send` in the records'
+/// order, with the activity records (GPU groups, then runtime calls) made on
+/// `emitters` threads: each takes every `emitters`-th chunk of them, spells
+/// their IDs from their place and batches them, and this thread passes the
+/// chunks on in order. The records, their numbers and order, the records
+/// sent before an error, the first error and the summary are [`build`]'s
+/// (only where batches end may differ); the rows are freed only at the end.
+#[allow(clippy::too_many_arguments, reason = "build's arguments, and where the batches go")]
+pub(crate) fn build_batched<R: RecordBatcher>(
+    collected: &mut Collected,
+    info: &TraceInfo,
+    file: &FileIdentity,
+    options: &ImportOptions,
+    uuids: &BTreeMap<u32, String>,
+    batcher: &R,
+    emitters: usize,
+    send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
+) -> Result<FileOutcome, TraceErrorKind> {
+    let gpu = std::mem::take(&mut collected.gpu);
+    let runtime = std::mem::take(&mut collected.runtime);
+    let shared = Shared::new(collected, info, file, options, uuids)?;
+    let made = in_parallel(&shared, &gpu, &runtime, batcher, emitters.max(1), send)?;
+    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events: made.records })
+}
+
+/// What a build made besides its records.
+struct Made {
+    summary: Map<String, Value>,
+    capabilities: BTreeSet<&'static str>,
+    /// Records made (counted where they are sent for [`build`]).
+    records: u64,
+}
+
+/// What the activity records are made from, found before the first one:
+/// the iterations, each runtime call's iteration, the launch index and the
+/// GPU groups.
+struct Plan {
+    iterations: Vec<EntityRef>,
+    runtime_links: Vec<Link>,
+    launches: LaunchIndex,
+    order: Vec<u32>,
+    runs: Vec<(u32, u32)>,
+}
+
+impl Plan {
+    /// The plan, the iteration records and the clock alignment emitted on
+    /// the way (they come first, on `emitter`'s thread); with `beside`, the
+    /// GPU rows are grouped on a thread of their own meanwhile.
+    fn make(
+        shared: &Shared<'_>,
+        emitter: &mut Emitter<'_>,
+        gpu: &Rows<GpuEvent>,
+        runtime: &Rows<RuntimeRow>,
+        out: &mut Out<'_>,
+        beside: bool,
+    ) -> Result<Self, TraceErrorKind> {
+        if beside {
+            return std::thread::scope(|scope| {
+                let grouped = scope.spawn(|| groups(gpu, shared.options.detail));
+                let made = Self::linked(shared, emitter, gpu, runtime, out);
+                // Grouping only sorts; a panic there is a bug, passed on.
+                let (order, runs) = grouped.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                made.map(|(iterations, runtime_links, launches)| Self {
+                    iterations,
+                    runtime_links,
+                    launches,
+                    order,
+                    runs,
+                })
+            });
+        }
+        let (iterations, runtime_links, launches) = Self::linked(shared, emitter, gpu, runtime, out)?;
+        let (order, runs) = groups(gpu, shared.options.detail);
+        Ok(Self { iterations, runtime_links, launches, order, runs })
+    }
+
+    /// The iterations (their records emitted), each runtime call's
+    /// iteration and the launch index (the clock alignment emitted after).
+    #[allow(clippy::type_complexity, reason = "three parts of the plan")]
+    fn linked(
+        shared: &Shared<'_>,
+        emitter: &mut Emitter<'_>,
+        gpu: &Rows<GpuEvent>,
+        runtime: &Rows<RuntimeRow>,
+        out: &mut Out<'_>,
+    ) -> Result<(Vec<EntityRef>, Vec<Link>, LaunchIndex), TraceErrorKind> {
+        let (iterations, span_iteration) = shared.iterations()?;
+        emitter.emit_iterations(&iterations, &span_iteration, out)?;
+        let (process_spans, thread_spans) = span_lists(shared.collected, &span_iteration);
+        let mut found = Vec::new();
+        let mut link_at = |pid: u64, tid: u64, ts: u64| -> Link {
+            found.clear();
+            if let Some(list) = process_spans.get(&pid) {
+                list.holding(ts, &mut found);
+            }
+            if let Some(list) = thread_spans.get(&(pid, tid)) {
+                list.holding(ts, &mut found);
+            }
+            // Two ranges naming one iteration are one iteration.
+            let mut distinct = found.iter().map(|&index| &iterations[index as usize]).collect::<Vec<_>>();
+            distinct.sort_unstable();
+            distinct.dedup();
+            match distinct.len() {
+                0 => OUTSIDE,
+                1 => found[0],
+                _ => AMBIGUOUS,
+            }
+        };
+        let runtime_links: Vec<Link> =
+            runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
+        let launches = LaunchIndex::new(runtime, gpu);
+        if !gpu.is_empty() {
+            emitter.emit_alignment(out)?;
+        }
+        Ok((iterations, runtime_links, launches))
+    }
+}
+
+/// The records of one trace made on this thread in their order: the GPU
+/// rows freed once their records are made, the runtime rows as theirs are.
+fn in_order(
+    shared: &Shared<'_>,
+    gpu: Rows<GpuEvent>,
+    runtime: Rows<RuntimeRow>,
+    out: &mut Out<'_>,
+) -> Result<Made, TraceErrorKind> {
+    let mut emitter = Emitter::new(shared);
+    let Plan { iterations, runtime_links, launches, order, runs } =
+        Plan::make(shared, &mut emitter, &gpu, &runtime, out, false)?;
+    let groups = GpuGroups {
+        gpu: &gpu,
+        runtime: &runtime,
+        launches: &launches,
+        runtime_links: &runtime_links,
+        order: &order,
+    };
+    for &run in &runs {
+        emitter.gpu_group(&groups, run, &iterations, out)?;
+    }
+    drop(launches);
+    let figures = device_figures(&gpu, &order, &runs);
+    drop((order, runs));
+    let capabilities = shared.capabilities(&gpu);
+    let gpu_events = gpu.len();
+    drop(gpu);
+    let processes = processes(&runtime);
+    let runtime_calls = runtime.len();
+    for (index, row) in runtime.into_rows().enumerate() {
+        emitter.emit_runtime(&row, runtime_links[index], &iterations, out)?;
+    }
+    let summary = shared.summary_of(SummaryCounts {
+        iterations: iterations.len(),
+        gpu_events,
+        runtime_calls,
+        processes,
+        activity_records: emitter.spelled.activity_count,
+        tally: emitter.tally,
+        figures,
+    })?;
+    Ok(Made { summary, capabilities, records: 0 })
+}
+
+/// Activity records a chunk holds, in [`in_parallel`]: a few batches, so
+/// that emitters work well apart and each chunk's batches are few.
+const CHUNK_RECORDS: usize = 2048;
+
+/// A chunk's batches and how the chunk ended.
+type Chunk<B> = (Vec<B>, Result<(), TraceErrorKind>);
+
+/// The records of one trace made on `emitters` threads, passed to `send`
+/// in their order ([`build_batched`]).
+fn in_parallel<R: RecordBatcher>(
+    shared: &Shared<'_>,
+    gpu: &Rows<GpuEvent>,
+    runtime: &Rows<RuntimeRow>,
+    batcher: &R,
+    emitters: usize,
+    send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
+) -> Result<Made, TraceErrorKind> {
+    // The first records (iterations, the alignment) on this thread.
+    let mut records = 0u64;
+    let mut first = Emitter::new(shared);
+    let mut batch = batcher.batch();
+    let mut filled = false;
+    let plan = {
+        let mut out = |record: TraceRecord<'_>| -> Result<(), TraceErrorKind> {
+            records += 1;
+            filled = true;
+            if batcher.add(&mut batch, records, record).map_err(TraceErrorKind::Sink)? {
+                filled = false;
+                send(std::mem::replace(&mut batch, batcher.batch())).map_err(TraceErrorKind::Sink)?;
+            }
+            Ok(())
+        };
+        Plan::make(shared, &mut first, gpu, runtime, &mut out, true)
+    };
+    // The records before an error go first, as one thread sends them; a
+    // refusing sink or batcher has had its word.
+    if filled && !matches!(plan, Err(TraceErrorKind::Sink(_))) {
+        send(batch).map_err(TraceErrorKind::Sink)?;
+    }
+    let plan = plan?;
+    let groups = GpuGroups {
+        gpu,
+        runtime,
+        launches: &plan.launches,
+        runtime_links: &plan.runtime_links,
+        order: &plan.order,
+    };
+    let activities = plan.runs.len() + runtime.len();
+    let chunks = activities.div_ceil(CHUNK_RECORDS);
+    let before = records;
+    let stop = AtomicBool::new(false);
+    let (tallies, passed, figures) = std::thread::scope(|scope| {
+        // The summary's device figures need no record: made beside them.
+        let figures = scope.spawn(|| device_figures(gpu, &plan.order, &plan.runs));
+        let mut receivers = Vec::with_capacity(emitters);
+        let mut handles = Vec::with_capacity(emitters);
+        for which in 0..emitters.min(chunks.max(1)) {
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Chunk<R::Batch>>(2);
+            receivers.push(receiver);
+            let (groups, plan, stop) = (&groups, &plan, &stop);
+            handles.push(scope.spawn(move || {
+                let mut emitter = Emitter::new(shared);
+                for chunk in (which..chunks).step_by(emitters) {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let from = chunk * CHUNK_RECORDS;
+                    let to = (from + CHUNK_RECORDS).min(activities);
+                    // An activity's ID is its place among the activities.
+                    emitter.spelled.activity_count = from as u64;
+                    let mut batches = Vec::new();
+                    let mut batch = batcher.batch();
+                    let mut filled = false;
+                    let mut number = before + from as u64;
+                    let mut out = |record: TraceRecord<'_>| -> Result<(), TraceErrorKind> {
+                        number += 1;
+                        filled = true;
+                        if batcher.add(&mut batch, number, record).map_err(TraceErrorKind::Sink)? {
+                            filled = false;
+                            batches.push(std::mem::replace(&mut batch, batcher.batch()));
+                        }
+                        Ok(())
+                    };
+                    let made = (from..to).try_for_each(|activity| match plan.runs.get(activity) {
+                        Some(&run) => emitter.gpu_group(groups, run, &plan.iterations, &mut out),
+                        None => {
+                            let index = activity - plan.runs.len();
+                            emitter.emit_runtime(
+                                &runtime[index],
+                                plan.runtime_links[index],
+                                &plan.iterations,
+                                &mut out,
+                            )
+                        }
+                    });
+                    if filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
+                        batches.push(batch);
+                    }
+                    let failed = made.is_err();
+                    if sender.send((batches, made)).is_err() || failed {
+                        break;
+                    }
+                }
+                emitter.tally
+            }));
+        }
+        // The chunks in order: chunk `c` comes from emitter `c % emitters`.
+        let mut passed: Result<(), TraceErrorKind> = Ok(());
+        'chunks: for chunk in 0..chunks {
+            let Ok((batches, made)) = receivers[chunk % receivers.len()].recv() else {
+                // An emitter that stopped early panicked: the scope passes
+                // its panic on.
+                break;
+            };
+            for batch in batches {
+                if let Err(error) = send(batch) {
+                    passed = Err(TraceErrorKind::Sink(error));
+                    break 'chunks;
+                }
+            }
+            if let Err(error) = made {
+                passed = Err(error);
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+        drop(receivers);
+        // Emitters and the figures only read and add; a panic there is a
+        // bug, passed on.
+        let tallies: Vec<Tally> = handles
+            .into_iter()
+            .map(|handle| handle.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect();
+        let figures = figures.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (tallies, passed, figures)
+    });
+    passed?;
+    let mut tally = first.tally;
+    for other in tallies {
+        tally.merge(other);
+    }
+    let summary = shared.summary_of(SummaryCounts {
+        iterations: plan.iterations.len(),
+        gpu_events: gpu.len(),
+        runtime_calls: runtime.len(),
+        processes: processes(runtime),
+        activity_records: activities as u64,
+        tally,
+        figures,
+    })?;
+    Ok(Made { summary, capabilities: shared.capabilities(gpu), records: before + activities as u64 })
+}
+
+/// What a trace's summary is made of.
+struct SummaryCounts {
+    iterations: usize,
+    gpu_events: usize,
+    runtime_calls: usize,
+    processes: BTreeSet<u64>,
+    activity_records: u64,
+    tally: Tally,
+    figures: BTreeMap<(u64, u32), DeviceFigures>,
+}
+
+impl<'a> Shared<'a> {
+    fn new(
+        collected: &'a Collected,
+        info: &'a TraceInfo,
+        file: &'a FileIdentity,
+        options: &'a ImportOptions,
+        uuids: &'a BTreeMap<u32, String>,
+    ) -> Result<Self, TraceErrorKind> {
+        let host = info.host.as_deref().unwrap_or("unknown-host");
+        let device_clock_domain =
+            NonEmptyString::new(format!("{}:{host}:{}", info.source, file.attachment_id))?;
+        let host_clock_domain = NonEmptyString::new(format!("{device_clock_domain}:host"))?;
+        Ok(Self {
+            collected,
+            info,
+            file,
+            options,
+            uuids,
+            device_clock_domain,
+            host_clock_domain,
+            made: Mutex::new(MadeContexts::default()),
+        })
+    }
+
+    /// The summary, once every record is made: its figures checked to fit.
+    fn summary_of(&self, counts: SummaryCounts) -> Result<Map<String, Value>, TraceErrorKind> {
+        let SummaryCounts {
+            iterations,
+            gpu_events,
+            runtime_calls,
+            processes,
+            activity_records,
+            tally,
+            figures,
+        } = counts;
+        if let Some(((pid, device), too_large)) =
+            figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
+        {
+            return Err(TraceErrorKind::SumOutOfRange {
+                what: format!("the summed GPU time of process {pid}, device {device}"),
+                total_ns: too_large.summed,
+            });
+        }
+        Ok(self.summary(SummaryParts {
+            iterations,
+            gpu_events,
+            runtime_calls,
+            processes,
+            devices: tally.devices,
+            figures,
+            linked_events: tally.linked_events,
+            unresolved: tally.unresolved,
+            runtime_unresolved: tally.runtime_unresolved,
+            graph_events: tally.graph_events,
+            activity_records,
+        }))
+    }
+}
+
+impl Shared<'_> {
     fn absolute(&self, relative: u64) -> Result<u64, TraceErrorKind> {
         self.info
             .base_ns
@@ -452,10 +891,6 @@ impl Builder<'_> {
 
     fn span(&self, start: u64, end: u64) -> Result<Span, TraceErrorKind> {
         Ok(Span::new(Some(self.absolute(start)?), Some(self.absolute(end)?))?)
-    }
-
-    fn emit(&mut self, event: CorrelationEvent) -> Result<(), TraceErrorKind> {
-        self.outlet.send(TraceRecord::Event(event))
     }
 
     fn context(&self, clock_domain: NonEmptyString, clock_kind: ClockKind, pid: u64) -> CorrelationContext {
@@ -484,18 +919,6 @@ impl Builder<'_> {
         context
     }
 
-    fn host_context(&mut self, pid: u64) -> Arc<CorrelationContext> {
-        if let Some(context) = self.host_contexts.get(&pid) {
-            return context.clone();
-        }
-        // Kineto converts its host clock to Unix time by one offset taken at
-        // start, and Nsight counts from the session start: differences are
-        // durations, so the clock is monotonic.
-        let context = Arc::new(self.context(self.host_clock_domain.clone(), ClockKind::Monotonic, pid));
-        self.host_contexts.insert(pid, context.clone());
-        context
-    }
-
     /// A device's UUID: the trace's own, `--device-uuid`'s, or one made up
     /// from the trace and ordinal so that accounting can tell devices apart.
     fn device_uuid(&self, row: &GpuEvent) -> Option<(String, UuidSource)> {
@@ -513,135 +936,6 @@ impl Builder<'_> {
             _ => String::new(),
         };
         Some((format!("{}{process}:device{}", self.file.attachment_id, row.device), UuidSource::Synthesized))
-    }
-
-    fn device_context(
-        &mut self,
-        row: &GpuEvent,
-        pid: u64,
-    ) -> Result<Arc<CorrelationContext>, TraceErrorKind> {
-        let key = (row.device, pid);
-        if let Some(context) = self.contexts.get(&key) {
-            return Ok(context.clone());
-        }
-        let mut context = self.context(self.device_clock_domain.clone(), ClockKind::Device, pid);
-        context.device_uuid = self.device_uuid(row).map(|(uuid, _)| NonEmptyString::new(uuid)).transpose()?;
-        let context = Arc::new(context);
-        self.contexts.insert(key, context.clone());
-        Ok(context)
-    }
-
-    fn run(&mut self, gpu: Rows<GpuEvent>, runtime: Rows<RuntimeRow>) -> Result<FileOutcome, TraceErrorKind> {
-        let collected = self.collected;
-        let (iterations, span_iteration) = self.iterations()?;
-        self.emit_iterations(&iterations, &span_iteration)?;
-        let (process_spans, thread_spans) = span_lists(collected, &span_iteration);
-        let mut found = Vec::new();
-        let mut link_at = |pid: u64, tid: u64, ts: u64| -> Link {
-            found.clear();
-            if let Some(list) = process_spans.get(&pid) {
-                list.holding(ts, &mut found);
-            }
-            if let Some(list) = thread_spans.get(&(pid, tid)) {
-                list.holding(ts, &mut found);
-            }
-            // Two ranges naming one iteration are one iteration.
-            let mut distinct = found.iter().map(|&index| &iterations[index as usize]).collect::<Vec<_>>();
-            distinct.sort_unstable();
-            distinct.dedup();
-            match distinct.len() {
-                0 => OUTSIDE,
-                1 => found[0],
-                _ => AMBIGUOUS,
-            }
-        };
-        let runtime_links: Vec<Link> =
-            runtime.iter().map(|row| link_at(row.pid, row.tid, row.start)).collect();
-        let launches = LaunchIndex::new(&runtime, &gpu);
-        if !gpu.is_empty() {
-            self.emit_alignment()?;
-        }
-        let mut devices: BTreeMap<(u64, u32), DeviceTally> = BTreeMap::new();
-        let mut unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let mut linked_events = 0u64;
-        let mut graph_events = 0u64;
-        // Spans of launch records that hold several events, by device: with
-        // the events themselves, they make the summary's launch span.
-        let mut group_spans: Vec<((u64, u32), u64, u64)> = Vec::new();
-        let (order, runs) = groups(&gpu, self.options.detail);
-        for &(position, length) in &runs {
-            let group = &order[position as usize..(position + length) as usize];
-            let members: Vec<GpuEvent> = group.iter().map(|&index| gpu[index as usize]).collect();
-            let first = members[0];
-            let launch = launches.launch(&runtime, &first);
-            let link = match launch {
-                Ok(index) => runtime_links[index as usize],
-                Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
-                Err(_) => NO_LAUNCH,
-            };
-            let launch_row = launch.ok().map(|index| runtime[index as usize]);
-            match unlinked(link) {
-                None => linked_events += members.len() as u64,
-                Some(reason) => *unresolved.entry(reason.gpu_reason()).or_default() += members.len() as u64,
-            }
-            let launch_name = launch_row.map(|row| collected.name(row.name));
-            graph_events += members
-                .iter()
-                .filter(|row| {
-                    row.graph_id != 0
-                        || row.graph_node
-                        || launch_name
-                            .is_some_and(|name| GRAPH_LAUNCH_APIS.iter().any(|api| name.starts_with(api)))
-                })
-                .count() as u64;
-            let pid = launch_row.map_or(first.pid, |row| row.pid);
-            self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, &iterations)?;
-            let device_key = (first.pid, first.device);
-            if let std::collections::btree_map::Entry::Vacant(entry) = devices.entry(device_key) {
-                entry.insert(DeviceTally { name: self.device_name(&first), uuid: self.device_uuid(&first) });
-            }
-            if members.len() > 1 {
-                let start = members.iter().map(|row| row.start).min().unwrap_or(first.start);
-                let end = members.iter().map(|row| row.end).max().unwrap_or(first.end);
-                group_spans.push((device_key, start, end));
-            }
-        }
-        drop((order, runs, launches));
-        let figures = device_figures(&gpu, group_spans);
-        let capabilities = self.capabilities(&gpu);
-        let gpu_events = gpu.len();
-        drop(gpu);
-        let mut runtime_unresolved: BTreeMap<&'static str, u64> = BTreeMap::new();
-        let processes = processes(&runtime);
-        let runtime_calls = runtime.len();
-        for (index, row) in runtime.into_rows().enumerate() {
-            let link = runtime_links[index];
-            if let Some(reason) = unlinked(link) {
-                *runtime_unresolved.entry(reason.runtime_reason()).or_default() += 1;
-            }
-            self.emit_runtime(&row, link, &iterations)?;
-        }
-        if let Some(((pid, device), too_large)) =
-            figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
-        {
-            return Err(TraceErrorKind::SumOutOfRange {
-                what: format!("the summed GPU time of process {pid}, device {device}"),
-                total_ns: too_large.summed,
-            });
-        }
-        let summary = self.summary(SummaryParts {
-            iterations: iterations.len(),
-            gpu_events,
-            runtime_calls,
-            processes,
-            devices,
-            figures,
-            linked_events,
-            unresolved,
-            runtime_unresolved,
-            graph_events,
-        });
-        Ok(FileOutcome { summary, collected: capabilities, events: self.outlet.events })
     }
 
     /// The device's name: Nsight's for the GPU its UUID names, else the
@@ -689,173 +983,6 @@ impl Builder<'_> {
             span_iteration.push(index);
         }
         Ok((iterations, span_iteration))
-    }
-
-    fn emit_iterations(
-        &mut self,
-        iterations: &[EntityRef],
-        span_iteration: &[u32],
-    ) -> Result<(), TraceErrorKind> {
-        let collected = self.collected;
-        for (span, &iteration) in collected.spans.iter().zip(span_iteration) {
-            if span.scope != SpanScope::Process {
-                continue;
-            }
-            let reference = iterations[iteration as usize].clone();
-            let mut metadata = Map::new();
-            metadata.insert("name".into(), Value::from(collected.name(span.name)));
-            metadata.insert("tid".into(), collected.threads.id(span.tid).to_json());
-            let event_id =
-                NonEmptyString::new(format!("{}/iteration:{}", self.file.attachment_id, reference.id()))?;
-            let body = EventBody::Iteration(Iteration {
-                iteration_ref: reference,
-                batch_ref: None,
-                span: self.span(span.start, span.end)?,
-            });
-            let event =
-                CorrelationEvent::new(self.host_context(span.pid), event_id, Metadata::new(metadata), body)?;
-            self.emit(event)?;
-        }
-        Ok(())
-    }
-
-    /// The trace writes device timestamps on its host timeline (CUPTI and
-    /// roctracer convert them), so the device clock is the host clock to
-    /// within the trace's time resolution.
-    fn emit_alignment(&mut self) -> Result<(), TraceErrorKind> {
-        let mut context = self.context(self.host_clock_domain.clone(), ClockKind::Monotonic, NONE_U64);
-        context.pid = None;
-        let mut metadata = Map::new();
-        metadata.insert(
-            "basis".into(),
-            Value::from(
-                "the trace writes device timestamps on its host timeline; uncertainty is its resolution",
-            ),
-        );
-        let body = EventBody::ClockAlignment(ClockAlignment {
-            from_clock_domain: self.device_clock_domain.clone(),
-            to_clock_domain: self.host_clock_domain.clone(),
-            offset_ns: 0,
-            uncertainty_ns: self.info.resolution_ns,
-            validity: Span::UNKNOWN,
-        });
-        let event_id = NonEmptyString::new(format!("{}/clock_alignment", self.file.attachment_id))?;
-        let event = CorrelationEvent::new(Arc::new(context), event_id, Metadata::new(metadata), body)?;
-        self.emit(event)
-    }
-
-    /// Emits one record for a launch group: by its parts when it holds one
-    /// GPU event (nearly always), built in full otherwise.
-    fn emit_gpu_group(
-        &mut self,
-        members: &[GpuEvent],
-        link: Link,
-        launch_name: Option<u32>,
-        pid: u64,
-        iterations: &[EntityRef],
-    ) -> Result<(), TraceErrorKind> {
-        let first = members[0];
-        let start = self.absolute(members.iter().map(|row| row.start).min().unwrap_or(first.start))?;
-        let end = self.absolute(members.iter().map(|row| row.end).max().unwrap_or(first.end))?;
-        let context = self.device_context(&first, pid)?;
-        let summed: u128 = members.iter().map(|row| u128::from(row.end - row.start)).sum();
-        let summed = u64::try_from(summed).map_err(|_| TraceErrorKind::SumOutOfRange {
-            what: format!("the summed duration of the {} GPU events of one launch", members.len()),
-            total_ns: summed,
-        })?;
-        let collected = self.collected;
-        self.spelled.spell_scope(pid, &collected.threads)?;
-        self.spelled.next_activity_id();
-        let metadata = ActivityMetadata::Gpu {
-            event_count: members.len() as u64,
-            summed_duration_ns: summed,
-            first_name: collected.name(first.name),
-            device_index: (first.device != NONE_U32).then_some(first.device),
-            launch_api: launch_name.map(|name| collected.name(name)),
-            unresolved_reason: unlinked(link).map(Unlinked::gpu_reason),
-        };
-        // One event (the common case) has one stream and one graph; a group
-        // names them only when all its events share them.
-        let (mut stream_id, mut graph_id) = (
-            (first.stream != NONE_U64).then_some(first.stream),
-            (first.graph_id != 0).then_some(first.graph_id),
-        );
-        let mut extra = Map::new();
-        if members.len() > 1 {
-            let streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
-            let named: Vec<u64> = streams.iter().copied().filter(|&stream| stream != NONE_U64).collect();
-            if named.len() > 1 {
-                extra.insert("streams".into(), Value::from(named));
-            }
-            if streams.len() > 1 {
-                stream_id = None;
-            }
-            if members.iter().any(|row| row.graph_id != first.graph_id) {
-                graph_id = None;
-            }
-            let mut busy: Vec<(u64, u64)> = members.iter().map(|row| (row.start, row.end)).collect();
-            let merged = merge_intervals(&mut busy);
-            let origin = merged[0].0;
-            let intervals: Vec<Value> =
-                merged.iter().map(|&(start, end)| json!([start - origin, end - start])).collect();
-            let busy_ns: u64 = merged.iter().map(|&(start, end)| end - start).sum();
-            extra.insert("intervals".into(), Value::Array(intervals));
-            extra.insert("busy_ns".into(), Value::from(busy_ns));
-        }
-        let span = Span::new(Some(start), Some(end))?;
-        let activity = self.spelled.activity(
-            &context,
-            pid,
-            ActivityParts {
-                kind: first.kind.activity_kind(),
-                domain: ActivityDomain::Gpu,
-                iteration_ref: iterations.get(link as usize),
-                cuda_correlation: first.correlation,
-                stream_id,
-                graph_id,
-                span,
-                metadata,
-            },
-        );
-        let record = if extra.is_empty() {
-            TraceRecord::Activity(activity)
-        } else {
-            TraceRecord::Event(activity.to_event_with(extra)?)
-        };
-        self.outlet.send(record)
-    }
-
-    fn emit_runtime(
-        &mut self,
-        row: &RuntimeRow,
-        link: Link,
-        iterations: &[EntityRef],
-    ) -> Result<(), TraceErrorKind> {
-        let context = self.host_context(row.pid);
-        let span = self.span(row.start, row.end)?;
-        let collected = self.collected;
-        self.spelled.spell_scope(row.pid, &collected.threads)?;
-        self.spelled.next_activity_id();
-        let metadata = ActivityMetadata::Runtime {
-            name: collected.name(row.name),
-            tid: collected.threads.id(row.tid),
-            unresolved_reason: unlinked(link).map(Unlinked::runtime_reason),
-        };
-        let activity = self.spelled.activity(
-            &context,
-            row.pid,
-            ActivityParts {
-                kind: row.kind.activity_kind(),
-                domain: ActivityDomain::Runtime,
-                iteration_ref: iterations.get(link as usize),
-                cuda_correlation: row.correlation,
-                stream_id: None,
-                graph_id: None,
-                span,
-                metadata,
-            },
-        );
-        self.outlet.send(TraceRecord::Activity(activity))
     }
 
     fn capabilities(&self, gpu: &Rows<GpuEvent>) -> BTreeSet<&'static str> {
@@ -922,7 +1049,7 @@ impl Builder<'_> {
         put("gpu_events", Value::from(parts.gpu_events));
         put("runtime_calls", Value::from(parts.runtime_calls));
         put("iterations", Value::from(parts.iterations));
-        put("activity_records", Value::from(self.spelled.activity_count));
+        put("activity_records", Value::from(parts.activity_records));
         put("linked_gpu_events", Value::from(parts.linked_events));
         put("unresolved_gpu_events", json!(parts.unresolved));
         put("unresolved_runtime_calls", json!(parts.runtime_unresolved));
@@ -946,6 +1073,298 @@ impl Builder<'_> {
     }
 }
 
+impl<'a> Emitter<'a> {
+    fn new(shared: &'a Shared<'a>) -> Self {
+        Self {
+            shared,
+            contexts: FastHashMap::default(),
+            host_contexts: FastHashMap::default(),
+            spelled: Spelled {
+                file: shared.file,
+                activity_count: 0,
+                activity_id: String::new(),
+                last_scope: None,
+            },
+            tally: Tally::default(),
+        }
+    }
+
+    fn host_context(&mut self, pid: u64) -> Arc<CorrelationContext> {
+        if let Some(context) = self.host_contexts.get(&pid) {
+            return context.clone();
+        }
+        let shared = self.shared;
+        // A poisoned lock means another emitter panicked, which the scope
+        // reports; the map itself is whole.
+        let mut made = shared.made.lock().unwrap_or_else(|poison| poison.into_inner());
+        let context = made
+            .hosts
+            .entry(pid)
+            // Kineto converts its host clock to Unix time by one offset
+            // taken at start, and Nsight counts from the session start:
+            // differences are durations, so the clock is monotonic.
+            .or_insert_with(|| {
+                Arc::new(shared.context(shared.host_clock_domain.clone(), ClockKind::Monotonic, pid))
+            })
+            .clone();
+        self.host_contexts.insert(pid, context.clone());
+        context
+    }
+
+    fn device_context(
+        &mut self,
+        row: &GpuEvent,
+        pid: u64,
+    ) -> Result<Arc<CorrelationContext>, TraceErrorKind> {
+        let key = (row.device, pid);
+        if let Some(context) = self.contexts.get(&key) {
+            return Ok(context.clone());
+        }
+        let shared = self.shared;
+        let mut made = shared.made.lock().unwrap_or_else(|poison| poison.into_inner());
+        let context = match made.devices.get(&key) {
+            Some(context) => context.clone(),
+            None => {
+                let mut context = shared.context(shared.device_clock_domain.clone(), ClockKind::Device, pid);
+                context.device_uuid =
+                    shared.device_uuid(row).map(|(uuid, _)| NonEmptyString::new(uuid)).transpose()?;
+                let context = Arc::new(context);
+                made.devices.insert(key, context.clone());
+                context
+            }
+        };
+        self.contexts.insert(key, context.clone());
+        Ok(context)
+    }
+
+    fn emit_iterations(
+        &mut self,
+        iterations: &[EntityRef],
+        span_iteration: &[u32],
+        out: &mut Out<'_>,
+    ) -> Result<(), TraceErrorKind> {
+        let collected = self.shared.collected;
+        for (span, &iteration) in collected.spans.iter().zip(span_iteration) {
+            if span.scope != SpanScope::Process {
+                continue;
+            }
+            let reference = iterations[iteration as usize].clone();
+            let mut metadata = Map::new();
+            metadata.insert("name".into(), Value::from(collected.name(span.name)));
+            metadata.insert("tid".into(), collected.threads.id(span.tid).to_json());
+            let event_id = NonEmptyString::new(format!(
+                "{}/iteration:{}",
+                self.shared.file.attachment_id,
+                reference.id()
+            ))?;
+            let body = EventBody::Iteration(Iteration {
+                iteration_ref: reference,
+                batch_ref: None,
+                span: self.shared.span(span.start, span.end)?,
+            });
+            let event =
+                CorrelationEvent::new(self.host_context(span.pid), event_id, Metadata::new(metadata), body)?;
+            out(TraceRecord::Event(event))?;
+        }
+        Ok(())
+    }
+
+    /// The trace writes device timestamps on its host timeline (CUPTI and
+    /// roctracer convert them), so the device clock is the host clock to
+    /// within the trace's time resolution.
+    fn emit_alignment(&mut self, out: &mut Out<'_>) -> Result<(), TraceErrorKind> {
+        let shared = self.shared;
+        let mut context = shared.context(shared.host_clock_domain.clone(), ClockKind::Monotonic, NONE_U64);
+        context.pid = None;
+        let mut metadata = Map::new();
+        metadata.insert(
+            "basis".into(),
+            Value::from(
+                "the trace writes device timestamps on its host timeline; uncertainty is its resolution",
+            ),
+        );
+        let body = EventBody::ClockAlignment(ClockAlignment {
+            from_clock_domain: shared.device_clock_domain.clone(),
+            to_clock_domain: shared.host_clock_domain.clone(),
+            offset_ns: 0,
+            uncertainty_ns: shared.info.resolution_ns,
+            validity: Span::UNKNOWN,
+        });
+        let event_id = NonEmptyString::new(format!("{}/clock_alignment", shared.file.attachment_id))?;
+        let event = CorrelationEvent::new(Arc::new(context), event_id, Metadata::new(metadata), body)?;
+        out(TraceRecord::Event(event))
+    }
+
+    /// Emits the record of GPU group `run` (a range of `groups.order`) and
+    /// adds it to the tally.
+    fn gpu_group(
+        &mut self,
+        groups: &GpuGroups<'_>,
+        (position, length): (u32, u32),
+        iterations: &[EntityRef],
+        out: &mut Out<'_>,
+    ) -> Result<(), TraceErrorKind> {
+        let GpuGroups { gpu, runtime, launches, runtime_links, order } = *groups;
+        let collected = self.shared.collected;
+        let group = &order[position as usize..(position + length) as usize];
+        let members: Vec<GpuEvent> = group.iter().map(|&index| gpu[index as usize]).collect();
+        let first = members[0];
+        let launch = launches.launch(runtime, &first);
+        let link = match launch {
+            Ok(index) => runtime_links[index as usize],
+            Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
+            Err(_) => NO_LAUNCH,
+        };
+        let launch_row = launch.ok().map(|index| runtime[index as usize]);
+        let tally = &mut self.tally;
+        match unlinked(link) {
+            None => tally.linked_events += members.len() as u64,
+            Some(reason) => *tally.unresolved.entry(reason.gpu_reason()).or_default() += members.len() as u64,
+        }
+        let launch_name = launch_row.map(|row| collected.name(row.name));
+        tally.graph_events += members
+            .iter()
+            .filter(|row| {
+                row.graph_id != 0
+                    || row.graph_node
+                    || launch_name
+                        .is_some_and(|name| GRAPH_LAUNCH_APIS.iter().any(|api| name.starts_with(api)))
+            })
+            .count() as u64;
+        let pid = launch_row.map_or(first.pid, |row| row.pid);
+        self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, out)?;
+        let device_key = (first.pid, first.device);
+        if let std::collections::btree_map::Entry::Vacant(entry) = self.tally.devices.entry(device_key) {
+            entry.insert(DeviceTally {
+                name: self.shared.device_name(&first),
+                uuid: self.shared.device_uuid(&first),
+            });
+        }
+        Ok(())
+    }
+
+    /// Emits one record for a launch group: by its parts when it holds one
+    /// GPU event (nearly always), built in full otherwise.
+    #[allow(clippy::too_many_arguments, reason = "the record's parts, found by the caller")]
+    fn emit_gpu_group(
+        &mut self,
+        members: &[GpuEvent],
+        link: Link,
+        launch_name: Option<u32>,
+        pid: u64,
+        iterations: &[EntityRef],
+        out: &mut Out<'_>,
+    ) -> Result<(), TraceErrorKind> {
+        let first = members[0];
+        let start = self.shared.absolute(members.iter().map(|row| row.start).min().unwrap_or(first.start))?;
+        let end = self.shared.absolute(members.iter().map(|row| row.end).max().unwrap_or(first.end))?;
+        let context = self.device_context(&first, pid)?;
+        let summed: u128 = members.iter().map(|row| u128::from(row.end - row.start)).sum();
+        let summed = u64::try_from(summed).map_err(|_| TraceErrorKind::SumOutOfRange {
+            what: format!("the summed duration of the {} GPU events of one launch", members.len()),
+            total_ns: summed,
+        })?;
+        let collected = self.shared.collected;
+        self.spelled.spell_scope(pid, &collected.threads)?;
+        self.spelled.next_activity_id();
+        let metadata = ActivityMetadata::Gpu {
+            event_count: members.len() as u64,
+            summed_duration_ns: summed,
+            first_name: collected.name(first.name),
+            device_index: (first.device != NONE_U32).then_some(first.device),
+            launch_api: launch_name.map(|name| collected.name(name)),
+            unresolved_reason: unlinked(link).map(Unlinked::gpu_reason),
+        };
+        // One event (the common case) has one stream and one graph; a group
+        // names them only when all its events share them.
+        let (mut stream_id, mut graph_id) = (
+            (first.stream != NONE_U64).then_some(first.stream),
+            (first.graph_id != 0).then_some(first.graph_id),
+        );
+        let mut extra = Map::new();
+        if members.len() > 1 {
+            let streams: BTreeSet<u64> = members.iter().map(|row| row.stream).collect();
+            let named: Vec<u64> = streams.iter().copied().filter(|&stream| stream != NONE_U64).collect();
+            if named.len() > 1 {
+                extra.insert("streams".into(), Value::from(named));
+            }
+            if streams.len() > 1 {
+                stream_id = None;
+            }
+            if members.iter().any(|row| row.graph_id != first.graph_id) {
+                graph_id = None;
+            }
+            let mut busy: Vec<(u64, u64)> = members.iter().map(|row| (row.start, row.end)).collect();
+            let merged = merge_intervals(&mut busy);
+            let origin = merged[0].0;
+            let intervals: Vec<Value> =
+                merged.iter().map(|&(start, end)| json!([start - origin, end - start])).collect();
+            let busy_ns: u64 = merged.iter().map(|&(start, end)| end - start).sum();
+            extra.insert("intervals".into(), Value::Array(intervals));
+            extra.insert("busy_ns".into(), Value::from(busy_ns));
+        }
+        let span = Span::new(Some(start), Some(end))?;
+        let activity = self.spelled.activity(
+            &context,
+            pid,
+            ActivityParts {
+                kind: first.kind.activity_kind(),
+                domain: ActivityDomain::Gpu,
+                iteration_ref: iterations.get(link as usize),
+                cuda_correlation: first.correlation,
+                stream_id,
+                graph_id,
+                span,
+                metadata,
+            },
+        );
+        let record = if extra.is_empty() {
+            TraceRecord::Activity(activity)
+        } else {
+            TraceRecord::Event(activity.to_event_with(extra)?)
+        };
+        out(record)
+    }
+
+    /// Emits one record for a runtime call.
+    fn emit_runtime(
+        &mut self,
+        row: &RuntimeRow,
+        link: Link,
+        iterations: &[EntityRef],
+        out: &mut Out<'_>,
+    ) -> Result<(), TraceErrorKind> {
+        if let Some(reason) = unlinked(link) {
+            *self.tally.runtime_unresolved.entry(reason.runtime_reason()).or_default() += 1;
+        }
+        let context = self.host_context(row.pid);
+        let span = self.shared.span(row.start, row.end)?;
+        let collected = self.shared.collected;
+        self.spelled.spell_scope(row.pid, &collected.threads)?;
+        self.spelled.next_activity_id();
+        let metadata = ActivityMetadata::Runtime {
+            name: collected.name(row.name),
+            tid: collected.threads.id(row.tid),
+            unresolved_reason: unlinked(link).map(Unlinked::runtime_reason),
+        };
+        let activity = self.spelled.activity(
+            &context,
+            row.pid,
+            ActivityParts {
+                kind: row.kind.activity_kind(),
+                domain: ActivityDomain::Runtime,
+                iteration_ref: iterations.get(link as usize),
+                cuda_correlation: row.correlation,
+                stream_id: None,
+                graph_id: None,
+                span,
+                metadata,
+            },
+        );
+        out(TraceRecord::Activity(activity))
+    }
+}
+
 /// The processes that made runtime calls, for the summary. Inserted one by
 /// one: a set collected from the rows would first gather every row's pid
 /// (megabytes for a large trace) to sort them.
@@ -962,6 +1381,7 @@ fn processes(runtime: &Rows<RuntimeRow>) -> BTreeSet<u64> {
 }
 
 struct SummaryParts {
+    activity_records: u64,
     iterations: usize,
     gpu_events: usize,
     runtime_calls: usize,

@@ -570,7 +570,7 @@ impl Delivery for Records<'_> {
             inputs,
             paths,
             options,
-            threads,
+            parallel::Spread { workers: threads, emitters: 1 },
             &FullEvents,
             &mut |events, _| events.into_iter().try_for_each(|event| sink(TraceRecord::Event(event))),
             done,
@@ -603,13 +603,13 @@ impl<R: RecordBatcher> Delivery for Batches<'_, R> {
         let sink = &mut *self.sink;
         // One trace with a core to spare is imported on a worker, so that
         // the sink (a resolver) takes each batch beside the build of the
-        // next: the build and the preparing are most of a large trace's
-        // time after its reading (`tally account` of large-20k-kernels:
-        // 5% less wall time).
-        if threads == 1 && options.threads_for(usize::MAX) == 1 {
+        // next, and its records are made on every core: the build and the
+        // preparing are most of a large trace's time after its reading.
+        let cores = options.threads_for(usize::MAX);
+        if threads == 1 && cores == 1 {
             for input in inputs {
                 let outcome =
-                    parallel::import_file_batched(input, paths, options, self.batcher, &mut |batch| {
+                    parallel::import_file_batched(input, paths, options, self.batcher, 1, &mut |batch| {
                         sink(batch, before)
                     })?;
                 before += outcome.events;
@@ -617,11 +617,15 @@ impl<R: RecordBatcher> Delivery for Batches<'_, R> {
             }
             return Ok(());
         }
+        // A trace imported alone makes its records on every core (its
+        // batches are resolved on this thread meanwhile); traces imported
+        // side by side take a core each.
+        let emitters = if inputs.len() == 1 { cores } else { 1 };
         parallel::import_files(
             inputs,
             paths,
             options,
-            threads,
+            parallel::Spread { workers: threads, emitters },
             self.batcher,
             &mut |batch, within| sink(batch, before + within),
             done,
@@ -730,6 +734,26 @@ pub(crate) fn import_file(
     options: &ImportOptions,
     sink: &mut dyn FnMut(TraceRecord<'_>) -> Result<(), SinkError>,
 ) -> Result<build::FileOutcome, TraceError> {
+    let mut read = read_file(input, paths, options)?;
+    build::build(&mut read.collected, &read.info, &read.file, options, &read.uuids, sink)
+        .map_err(|kind| TraceError::new(&read.path, kind))
+}
+
+/// A trace file read: its rows and what it says, before any record is made.
+pub(crate) struct ReadFile {
+    pub(crate) path: PathBuf,
+    pub(crate) collected: Collected,
+    pub(crate) info: TraceInfo,
+    pub(crate) file: FileIdentity,
+    pub(crate) uuids: BTreeMap<u32, String>,
+}
+
+/// Reads one trace file into rows.
+pub(crate) fn read_file(
+    input: OpenedInput,
+    paths: &[PathBuf],
+    options: &ImportOptions,
+) -> Result<ReadFile, TraceError> {
     let path = &input.path().to_path_buf();
     let fail = |kind: TraceErrorKind| TraceError::new(path, kind);
     let format = match input.format() {
@@ -791,7 +815,7 @@ pub(crate) fn import_file(
             kineto_info(header, &collected)
         }
     };
-    build::build(&mut collected, &info, &file, options, &uuids, sink).map_err(fail)
+    Ok(ReadFile { path: path.clone(), collected, info, file, uuids })
 }
 
 /// The size of a plain trace worth reading on two threads

@@ -1,7 +1,7 @@
 //! Several traces imported at once, their records passed on in file order.
 //!
 //! Reading a trace (JSON scanning, decompression) is most of an import and
-//! each file's is independent, so `threads` workers take the files in order
+//! each file's is independent, so `workers` threads take the files in order
 //! and import each with a sink that turns its records into the caller's
 //! batches ([`RecordBatcher`]: full events, or evidence prepared for a
 //! resolver) and sends them down a bounded channel of its own. The calling
@@ -10,7 +10,7 @@
 //! the number of records before its file, so record numbers run on over the
 //! files), and the first error, in file order, is the one returned. A
 //! worker ahead of the file being drained blocks once its channel is full,
-//! so at most `threads` files are in flight, each holding its compact rows
+//! so at most `workers` files are in flight, each holding its compact rows
 //! and a few batches: memory grows with the threads, not with the number
 //! of files.
 
@@ -53,7 +53,15 @@ enum Message<B> {
 /// One file's work: its input and the sending end of its channel.
 type Job<B> = (OpenedInput, SyncSender<Message<B>>);
 
-/// Imports `inputs` on `threads` workers, each turning its records into
+/// How an import spreads over threads: `workers` files at once, each
+/// file's activity records made on `emitters` threads.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Spread {
+    pub(crate) workers: usize,
+    pub(crate) emitters: usize,
+}
+
+/// Imports `inputs` on `workers` threads, each turning its records into
 /// `batcher`'s batches; each file's batches go to `sink` in file order with
 /// the number of records of the files before it, and each file's outcome
 /// to `done`.
@@ -61,7 +69,7 @@ pub(crate) fn import_files<R: RecordBatcher>(
     inputs: Vec<OpenedInput>,
     paths: &[PathBuf],
     options: &ImportOptions,
-    threads: usize,
+    Spread { workers, emitters }: Spread,
     batcher: &R,
     sink: &mut dyn FnMut(R::Batch, u64) -> Result<(), SinkError>,
     done: &mut dyn FnMut(FileOutcome),
@@ -79,8 +87,8 @@ pub(crate) fn import_files<R: RecordBatcher>(
     // by a worker that is not waiting on a later file's channel.
     let queue = Mutex::new(jobs.into_iter());
     std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| worker(&queue, paths, options, batcher, &stop));
+        for _ in 0..workers {
+            scope.spawn(|| worker(&queue, paths, options, batcher, emitters, &stop));
         }
         let drained = drain(receivers, sink, done);
         // Workers still reading stop at their next read; those sending find
@@ -91,14 +99,31 @@ pub(crate) fn import_files<R: RecordBatcher>(
 }
 
 /// Imports one file on this thread into `batcher`'s batches, each passed to
-/// `send` when full and the last one at the end.
+/// `send` when full and the last one at the end. With more than one
+/// emitter, its activity records are made and batched on `emitters`
+/// threads ([`crate::build::build_batched`]); the records are the same.
 pub(crate) fn import_file_batched<R: RecordBatcher>(
     input: OpenedInput,
     paths: &[PathBuf],
     options: &ImportOptions,
     batcher: &R,
+    emitters: usize,
     send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
 ) -> Result<FileOutcome, TraceError> {
+    if emitters > 1 {
+        let mut read = crate::read_file(input, paths, options)?;
+        return crate::build::build_batched(
+            &mut read.collected,
+            &read.info,
+            &read.file,
+            options,
+            &read.uuids,
+            batcher,
+            emitters,
+            send,
+        )
+        .map_err(|kind| TraceError::new(&read.path, kind));
+    }
     let path = input.path().to_path_buf();
     let mut batch = batcher.batch();
     let mut number = 0;
@@ -125,6 +150,7 @@ fn worker<R: RecordBatcher>(
     paths: &[PathBuf],
     options: &ImportOptions,
     batcher: &R,
+    emitters: usize,
     stop: &AtomicBool,
 ) {
     loop {
@@ -136,7 +162,7 @@ fn worker<R: RecordBatcher>(
         let Some((input, sender)) = queue.lock().ok().and_then(|mut jobs| jobs.next()) else {
             return;
         };
-        let outcome = import_file_batched(input, paths, options, batcher, &mut |batch| {
+        let outcome = import_file_batched(input, paths, options, batcher, emitters, &mut |batch| {
             sender.send(Message::Batch(batch)).map_err(|_| "the import stopped".into())
         });
         if sender.send(Message::Done(outcome)).is_err() {

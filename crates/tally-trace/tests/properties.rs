@@ -282,3 +282,86 @@ fn a_large_plain_trace_read_on_two_threads_reads_as_on_one() {
     assert!(messages[0].contains("cut.json"), "{}", messages[0]);
     assert_eq!(messages[1], messages[0]);
 }
+
+/// Each record as its number in the import and its full event, in batches
+/// of at most 100.
+struct Numbered;
+
+impl tally_trace::RecordBatcher for Numbered {
+    type Batch = Vec<(u64, String)>;
+
+    fn batch(&self) -> Self::Batch {
+        Vec::new()
+    }
+
+    fn add(
+        &self,
+        batch: &mut Self::Batch,
+        number: u64,
+        record: tally_trace::TraceRecord<'_>,
+    ) -> Result<bool, tally_trace::SinkError> {
+        let event = record.into_event().map_err(|error| error.to_string())?;
+        batch.push((number, format!("{event:?}")));
+        Ok(batch.len() == 100)
+    }
+}
+
+/// The numbered records a batched import of `path` on `threads` threads
+/// passed on, and its summary or error.
+fn batched_with(path: &std::path::Path, threads: usize) -> (Vec<(u64, String)>, Result<Value, String>) {
+    let mut options = options(Detail::Launch);
+    options.threads = threads;
+    let input = tally_trace::open_input(path, Some(tally_trace::InputKind::Trace)).unwrap();
+    let mut records = Vec::new();
+    let outcome = tally_trace::import_in_batches(vec![input], &options, &Numbered, &mut |batch, before| {
+        records.extend(batch.into_iter().map(|(number, event)| (before + number, event)));
+        Ok(())
+    });
+    (records, outcome.map(|summary| summary.to_json()).map_err(|error| error.to_string()))
+}
+
+/// A trace imported alone makes its activity records on every thread it
+/// has, a chunk each in turn: the records, their numbers and order, the
+/// summary, and for a trace that fails part way, the records passed on
+/// before the error and the error itself, are those of one thread.
+#[test]
+fn one_trace_made_on_several_threads_is_made_as_on_one() {
+    for name in ["kineto/large-20k-kernels.json.gz", SMALL_TRACES[0], SMALL_TRACES[4]] {
+        let path = fixture(name);
+        let (one, one_summary) = batched_with(&path, 1);
+        assert!(one_summary.is_ok(), "{name}: {one_summary:?}");
+        assert!(
+            (1..=one.len() as u64).eq(one.iter().map(|(number, _)| *number)),
+            "{name}: numbered in order"
+        );
+        for threads in [2, 3] {
+            let (several, several_summary) = batched_with(&path, threads);
+            assert_eq!(several_summary, one_summary, "{name} on {threads} threads");
+            assert!(several == one, "{name} on {threads} threads: other records");
+        }
+    }
+    // Activity records past the first chunks, one of whose timestamps does
+    // not fit once the trace's base time is added: the import fails there.
+    let dir = tempfile::tempdir().unwrap();
+    let failing = dir.path().join("failing.json");
+    let mut events: Vec<String> = (0..6000)
+        .map(|index| {
+            format!(
+                r#"{{"ph": "X", "cat": "kernel", "name": "k{index}", "pid": 0, "tid": 7, "ts": {}, "dur": 1, "args": {{"device": 0, "stream": 7}}}}"#,
+                1000 + index
+            )
+        })
+        .collect();
+    events[4500] = r#"{"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": 18446744073709000, "dur": 1, "args": {"device": 0, "stream": 7}}"#.into();
+    let text =
+        format!(r#"{{"baseTimeNanoseconds": 1000000000000, "traceEvents": [{}]}}"#, events.join(",\n"));
+    std::fs::write(&failing, text).unwrap();
+    let (one, one_error) = batched_with(&failing, 1);
+    assert!(one_error.as_ref().is_err_and(|error| error.contains("failing.json")), "{one_error:?}");
+    assert!(one.len() > 2048, "the error comes past the first chunk: {} records first", one.len());
+    for threads in [2, 3] {
+        let (several, several_error) = batched_with(&failing, threads);
+        assert_eq!(several_error, one_error, "on {threads} threads");
+        assert!(several == one, "on {threads} threads: other records before the error");
+    }
+}
