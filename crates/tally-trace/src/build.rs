@@ -497,12 +497,14 @@ pub(crate) fn build(
 }
 
 /// [`build`] into `batcher`'s batches, passed to `send` in the records'
-/// order, with the activity records (GPU groups, then runtime calls) made on
-/// `emitters` threads: each takes every `emitters`-th chunk of them, spells
-/// their IDs from their place and batches them, and this thread passes the
-/// chunks on in order. The records, their numbers and order, the records
-/// sent before an error, the first error and the summary are [`build`]'s
-/// (only where batches end may differ); the rows are freed only at the end.
+/// order, with the GPU groups' records made on `emitters` threads: each
+/// takes every `emitters`-th chunk of them, spells their IDs from their
+/// place and batches them, and this thread passes the chunks on in order,
+/// then makes the runtime calls' records itself. The records, their numbers
+/// and order, the records sent before an error, the first error and the
+/// summary are [`build`]'s (only where batches end may differ), and so is
+/// the memory: the GPU rows are freed once their records are made, the
+/// runtime rows as theirs are.
 #[allow(clippy::too_many_arguments, reason = "build's arguments, and where the batches go")]
 pub(crate) fn build_batched<R: RecordBatcher>(
     collected: &mut Collected,
@@ -517,16 +519,54 @@ pub(crate) fn build_batched<R: RecordBatcher>(
     let gpu = std::mem::take(&mut collected.gpu);
     let runtime = std::mem::take(&mut collected.runtime);
     let shared = Shared::new(collected, info, file, options, uuids)?;
-    let made = in_parallel(&shared, &gpu, &runtime, batcher, emitters.max(1), send)?;
-    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events: made.records })
+    let mut batched = Batched { batcher, send, batch: batcher.batch(), filled: false, records: 0 };
+    let made = in_parallel(&shared, gpu, runtime, &mut batched, emitters.max(1));
+    // The records before an error go first, as one thread sends them; a
+    // refusing sink or batcher has had its word.
+    if batched.filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
+        (batched.send)(batched.batch).map_err(TraceErrorKind::Sink)?;
+    }
+    let made = made?;
+    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events: batched.records })
+}
+
+/// Records made on the batching thread, batched and sent as batches fill.
+struct Batched<'b, R: RecordBatcher> {
+    batcher: &'b R,
+    send: &'b mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
+    batch: R::Batch,
+    filled: bool,
+    /// Records so far, made here or by the emitters.
+    records: u64,
+}
+
+impl<R: RecordBatcher> Batched<'_, R> {
+    fn add(&mut self, record: TraceRecord<'_>) -> Result<(), TraceErrorKind> {
+        self.records += 1;
+        self.filled = true;
+        if self.batcher.add(&mut self.batch, self.records, record).map_err(TraceErrorKind::Sink)? {
+            self.filled = false;
+            (self.send)(std::mem::replace(&mut self.batch, self.batcher.batch()))
+                .map_err(TraceErrorKind::Sink)?;
+        }
+        Ok(())
+    }
+
+    /// Sends what is batched so far, so that batches made elsewhere come
+    /// after it.
+    fn flush(&mut self) -> Result<(), TraceErrorKind> {
+        if std::mem::take(&mut self.filled) {
+            (self.send)(std::mem::replace(&mut self.batch, self.batcher.batch()))
+                .map_err(TraceErrorKind::Sink)?;
+        }
+        Ok(())
+    }
 }
 
 /// What a build made besides its records.
 struct Made {
     summary: Map<String, Value>,
     capabilities: BTreeSet<&'static str>,
-    /// Records made (counted where they are sent for [`build`]).
-    records: u64,
 }
 
 /// What the activity records are made from, found before the first one:
@@ -655,77 +695,58 @@ fn in_order(
         tally: emitter.tally,
         figures,
     })?;
-    Ok(Made { summary, capabilities, records: 0 })
+    Ok(Made { summary, capabilities })
 }
 
-/// Activity records a chunk holds, in [`in_parallel`]: a few batches, so
-/// that emitters work well apart and each chunk's batches are few.
-const CHUNK_RECORDS: usize = 2048;
+/// GPU groups a chunk holds, in [`in_parallel`]: a few batches, so that
+/// emitters work well apart and each chunk's batches are few.
+const CHUNK_GROUPS: usize = 2048;
 
 /// A chunk's batches and how the chunk ended.
 type Chunk<B> = (Vec<B>, Result<(), TraceErrorKind>);
 
-/// The records of one trace made on `emitters` threads, passed to `send`
-/// in their order ([`build_batched`]).
+/// The records of one trace, the GPU groups' made on `emitters` threads
+/// ([`build_batched`]).
 fn in_parallel<R: RecordBatcher>(
     shared: &Shared<'_>,
-    gpu: &Rows<GpuEvent>,
-    runtime: &Rows<RuntimeRow>,
-    batcher: &R,
+    gpu: Rows<GpuEvent>,
+    runtime: Rows<RuntimeRow>,
+    batched: &mut Batched<'_, R>,
     emitters: usize,
-    send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
 ) -> Result<Made, TraceErrorKind> {
     // The first records (iterations, the alignment) on this thread.
-    let mut records = 0u64;
     let mut first = Emitter::new(shared);
-    let mut batch = batcher.batch();
-    let mut filled = false;
-    let plan = {
-        let mut out = |record: TraceRecord<'_>| -> Result<(), TraceErrorKind> {
-            records += 1;
-            filled = true;
-            if batcher.add(&mut batch, records, record).map_err(TraceErrorKind::Sink)? {
-                filled = false;
-                send(std::mem::replace(&mut batch, batcher.batch())).map_err(TraceErrorKind::Sink)?;
-            }
-            Ok(())
-        };
-        Plan::make(shared, &mut first, gpu, runtime, &mut out, true)
-    };
-    // The records before an error go first, as one thread sends them; a
-    // refusing sink or batcher has had its word.
-    if filled && !matches!(plan, Err(TraceErrorKind::Sink(_))) {
-        send(batch).map_err(TraceErrorKind::Sink)?;
-    }
-    let plan = plan?;
+    let Plan { iterations, runtime_links, launches, order, runs } =
+        Plan::make(shared, &mut first, &gpu, &runtime, &mut |record| batched.add(record), true)?;
+    batched.flush()?;
+    let batcher = batched.batcher;
     let groups = GpuGroups {
-        gpu,
-        runtime,
-        launches: &plan.launches,
-        runtime_links: &plan.runtime_links,
-        order: &plan.order,
+        gpu: &gpu,
+        runtime: &runtime,
+        launches: &launches,
+        runtime_links: &runtime_links,
+        order: &order,
     };
-    let activities = plan.runs.len() + runtime.len();
-    let chunks = activities.div_ceil(CHUNK_RECORDS);
-    let before = records;
+    let chunks = runs.len().div_ceil(CHUNK_GROUPS);
+    let before = batched.records;
     let stop = AtomicBool::new(false);
     let (tallies, passed, figures) = std::thread::scope(|scope| {
         // The summary's device figures need no record: made beside them.
-        let figures = scope.spawn(|| device_figures(gpu, &plan.order, &plan.runs));
+        let figures = scope.spawn(|| device_figures(&gpu, &order, &runs));
         let mut receivers = Vec::with_capacity(emitters);
         let mut handles = Vec::with_capacity(emitters);
-        for which in 0..emitters.min(chunks.max(1)) {
+        for which in 0..emitters.min(chunks) {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<Chunk<R::Batch>>(2);
             receivers.push(receiver);
-            let (groups, plan, stop) = (&groups, &plan, &stop);
+            let (groups, runs, iterations, stop) = (&groups, &runs, &iterations, &stop);
             handles.push(scope.spawn(move || {
                 let mut emitter = Emitter::new(shared);
                 for chunk in (which..chunks).step_by(emitters) {
                     if stop.load(Ordering::Relaxed) {
                         break;
                     }
-                    let from = chunk * CHUNK_RECORDS;
-                    let to = (from + CHUNK_RECORDS).min(activities);
+                    let from = chunk * CHUNK_GROUPS;
+                    let to = (from + CHUNK_GROUPS).min(runs.len());
                     // An activity's ID is its place among the activities.
                     emitter.spelled.activity_count = from as u64;
                     let mut batches = Vec::new();
@@ -741,18 +762,9 @@ fn in_parallel<R: RecordBatcher>(
                         }
                         Ok(())
                     };
-                    let made = (from..to).try_for_each(|activity| match plan.runs.get(activity) {
-                        Some(&run) => emitter.gpu_group(groups, run, &plan.iterations, &mut out),
-                        None => {
-                            let index = activity - plan.runs.len();
-                            emitter.emit_runtime(
-                                &runtime[index],
-                                plan.runtime_links[index],
-                                &plan.iterations,
-                                &mut out,
-                            )
-                        }
-                    });
+                    let made = runs[from..to]
+                        .iter()
+                        .try_for_each(|&run| emitter.gpu_group(groups, run, iterations, &mut out));
                     if filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
                         batches.push(batch);
                     }
@@ -773,7 +785,7 @@ fn in_parallel<R: RecordBatcher>(
                 break;
             };
             for batch in batches {
-                if let Err(error) = send(batch) {
+                if let Err(error) = (batched.send)(batch) {
                     passed = Err(TraceErrorKind::Sink(error));
                     break 'chunks;
                 }
@@ -794,21 +806,35 @@ fn in_parallel<R: RecordBatcher>(
         let figures = figures.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         (tallies, passed, figures)
     });
+    // The emitters' records were sent past this thread's count.
+    batched.records += runs.len() as u64;
     passed?;
-    let mut tally = first.tally;
-    for other in tallies {
-        tally.merge(other);
+    let mut emitter = first;
+    for tally in tallies {
+        emitter.tally.merge(tally);
+    }
+    drop((order, runs, launches));
+    let capabilities = shared.capabilities(&gpu);
+    let gpu_events = gpu.len();
+    drop(gpu);
+    // The runtime calls' records, in order here, each block of rows freed
+    // once its records are made.
+    emitter.spelled.activity_count = batched.records - before;
+    let processes = processes(&runtime);
+    let runtime_calls = runtime.len();
+    for (index, row) in runtime.into_rows().enumerate() {
+        emitter.emit_runtime(&row, runtime_links[index], &iterations, &mut |record| batched.add(record))?;
     }
     let summary = shared.summary_of(SummaryCounts {
-        iterations: plan.iterations.len(),
-        gpu_events: gpu.len(),
-        runtime_calls: runtime.len(),
-        processes: processes(runtime),
-        activity_records: activities as u64,
-        tally,
+        iterations: iterations.len(),
+        gpu_events,
+        runtime_calls,
+        processes,
+        activity_records: emitter.spelled.activity_count,
+        tally: emitter.tally,
         figures,
     })?;
-    Ok(Made { summary, capabilities: shared.capabilities(gpu), records: before + activities as u64 })
+    Ok(Made { summary, capabilities })
 }
 
 /// What a trace's summary is made of.
