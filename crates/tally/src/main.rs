@@ -9,49 +9,6 @@ mod cmd;
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc.h (the same number in mimalloc 2 and
-/// 3): the Rust bindings name no option, "for stability reasons".
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
-
-/// How long mimalloc keeps freed memory before giving it back to the
-/// system, by command (its default is a second).
-///
-/// Most commands give it back at once: a run frees hundreds of megabytes of
-/// growing tables, read rows and transient buffers in pages that its next
-/// allocations seldom land in again, so within that second they count in
-/// the resident set: `tally breakdown` of the 501 MB bench trace peaked at
-/// 197 MB with the default and 131 MB with no delay, in the same time (the
-/// run makes a few hundred `madvise` calls in all).
-///
-/// `account` and `shares` keep it for a tenth of a second. Their tables
-/// live to the end, and what they free (the decoders' buffers, the
-/// resolver's indexes when it finishes) is what their accounting and
-/// report allocate next: given back at once, it cost a `madvise` on the way
-/// out and a page fault on the way back in, a tenth of the serial tail of
-/// the 150 MB v4 bench artifact (best 152 -> 142 ms, 7 MB more at the
-/// peak, 56 -> 63 MB).
-fn purge_delay_ms(command: &Command) -> std::ffi::c_long {
-    match command {
-        Command::Account(_) | Command::Shares(_) => 100,
-        _ => 0,
-    }
-}
-
-/// Sets mimalloc's purge delay for `command` ([`purge_delay_ms`]); a
-/// `MIMALLOC_PURGE_DELAY` in the environment, which mimalloc has read by
-/// now, is left to have its say.
-#[allow(unsafe_code, reason = "mimalloc's options have no safe wrapper")]
-fn set_purge_delay(command: &Command) {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
-        return;
-    }
-    let delay = purge_delay_ms(command);
-    // SAFETY: mi_option_set is not thread safe, and this runs in main before
-    // the command starts any thread; the option is a plain integer in
-    // milliseconds.
-    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, delay) }
-}
-
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -109,7 +66,7 @@ enum Command {
 fn main() -> ExitCode {
     // Usage errors exit 2 from here (clap's default).
     let cli = Cli::parse();
-    set_purge_delay(&cli.command);
+    cmd::memory::give_back_at_once();
     cmd::interrupt::install();
     let outcome = match cli.command {
         Command::Validate(args) => cmd::validate::run(&args),
@@ -134,25 +91,5 @@ fn main() -> ExitCode {
             eprintln!("tally: error: {error:#}");
             ExitCode::FAILURE
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::MI_OPTION_PURGE_DELAY;
-
-    /// The number is mimalloc's and not the bindings', so check that it
-    /// reads the purge delay: the test harness never runs `main`, so the
-    /// option still has mimalloc 3's default of 1000 ms, which no other
-    /// option has.
-    #[test]
-    #[allow(unsafe_code, reason = "mimalloc's options have no safe wrapper")]
-    fn the_purge_delay_option_number_reads_the_purge_delay() {
-        let expected: std::ffi::c_long =
-            std::env::var("MIMALLOC_PURGE_DELAY").ok().and_then(|value| value.parse().ok()).unwrap_or(1000);
-        // SAFETY: reading an option is a plain integer load; no test of this
-        // binary sets options.
-        let delay = unsafe { libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) };
-        assert_eq!(delay, expected);
     }
 }

@@ -51,7 +51,7 @@ pub struct Args {
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let run = match resolve_files(&args.files, &args.trace, &args.limits, false) {
+    let run = match resolve_files(&args.files, &args.trace, &args.limits, Purpose::Accounting) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
@@ -73,18 +73,30 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What a run is resolved for, which decides what is kept of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    /// GPU-time accounting (`account`, `shares`): no labels, and the tables
+    /// live to the end.
+    Accounting,
+    /// The breakdown: activity names and launch correlations kept.
+    Breakdown,
+}
+
 /// Reads every file of one run and resolves their records together as
 /// they stream by (`tally::run`), with a progress bar on a terminal. The
 /// error is the first rejection, ready to print (`FILE: line N: reason`).
-/// `keep_labels`: keep activity names and launch correlations (the
-/// breakdown reads them; accounting does not).
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
     limits: &super::output::LimitArgs,
-    keep_labels: bool,
+    purpose: Purpose,
 ) -> Result<StreamedRun, String> {
     let inputs = super::input::open_inputs(files, trace.input_format)?;
+    if purpose == Purpose::Accounting && !inputs.iter().any(tally_trace::OpenedInput::is_trace) {
+        super::memory::keep_freed_briefly();
+    }
+    let keep_labels = purpose == Purpose::Breakdown;
     let import =
         |traces: &[&tally_trace::OpenedInput]| trace.options(traces).map_err(|error| format!("{error:#}"));
     let options = RunOptions {

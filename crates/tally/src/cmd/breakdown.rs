@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, DeviceBreakdown, breakdown};
 use tally_gpu_time::category::{Category, CategoryRules};
 
-use super::account::{Layout, ratio, readable_ns, resolve_files, table::table};
+use super::account::{Layout, Purpose, ratio, readable_ns, resolve_files, table::table};
 
 /// What `--by` splits the device rows by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -113,7 +113,7 @@ pub(crate) fn run_breakdown(
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
     // Names and launch correlations classify work and link launches.
-    let run = resolve_files(files, &trace, limits, true)?;
+    let run = resolve_files(files, &trace, limits, Purpose::Breakdown)?;
     let result = breakdown(&run, options);
     // The process ends soon; the OS takes the memory back at once.
     std::mem::forget(run);

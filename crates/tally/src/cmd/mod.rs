@@ -11,6 +11,7 @@ pub mod export;
 pub mod import;
 pub mod input;
 pub mod interrupt;
+pub mod memory;
 pub mod output;
 pub mod profile;
 pub mod progress;

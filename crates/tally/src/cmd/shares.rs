@@ -10,7 +10,7 @@ use std::process::ExitCode;
 
 use tally_gpu_time::{ShareError, ShareModel, account_gpu_time};
 
-use super::account::{Layout, readable_ns, resolve_files};
+use super::account::{Layout, Purpose, readable_ns, resolve_files};
 use super::input::TraceArgs;
 
 /// Arguments of `tally shares`.
@@ -46,7 +46,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits, false) {
+    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits, Purpose::Accounting) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
