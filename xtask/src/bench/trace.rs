@@ -532,7 +532,20 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     // Its events are not counted: the row is about the ratio.
     let made = Generated { bytes, events: 0 };
     let name = format!("account large-20k-kernels ({} MB, real)", bytes / 1_000_000);
-    let (mut row, _) = measured_row(ctx, name, Command::new(tally).arg("account").arg(&fixture), &made)?;
+    // Best of three, as the account bench takes it: a run of a tenth of a
+    // second on a shared machine varies from one run to the next (one
+    // bench run read 0.173 s where direct runs beside it read 0.08-0.09 s);
+    // stormlog's second and a half varies far less.
+    let mut best: Option<Row> = None;
+    for _ in 0..3 {
+        let (row, _) =
+            measured_row(ctx, name.clone(), Command::new(tally).arg("account").arg(&fixture), &made)?;
+        if best.as_ref().is_none_or(|known| row.tally.seconds < known.tally.seconds) {
+            best = Some(row);
+        }
+    }
+    let mut row = best.context("three runs")?;
+    row.note = format!("best of 3; {}", row.note);
     row.items = None;
     match ctx.python().map(Path::to_path_buf) {
         Some(python) => {
