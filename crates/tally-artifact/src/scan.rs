@@ -143,17 +143,7 @@ impl<'l> Cursor<'l> {
     #[inline]
     fn string(&mut self) -> Option<&'l str> {
         self.space();
-        if self.peek()? != b'"' {
-            return None;
-        }
-        let start = self.at + 1;
-        let length = quote_or_backslash(&self.bytes[start..])?;
-        if self.bytes[start + length] != b'"' {
-            return None;
-        }
-        self.at = start + length + 1;
-        // Both ends are ASCII quotes, so char boundaries.
-        self.text.get(start..start + length)
+        self.tight_string()
     }
 
     /// A non-negative integer that fits in 64 bits, in JSON's spelling.
@@ -292,58 +282,6 @@ impl<'l> Cursor<'l> {
         found
     }
 
-    /// Any JSON value Python's `==` compares, hashed as it is read.
-    fn hashed_value(&mut self, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
-        self.space();
-        match self.peek()? {
-            b'"' => hasher.json_string(self.string()?),
-            b'{' => {
-                self.hashed_object(hasher, depth + 1, |_, _, _| Some(()))?;
-            }
-            b'[' => {
-                if depth >= MAX_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                hasher.json_array_start();
-                self.space();
-                let mut count = 0;
-                if self.peek()? == b']' {
-                    self.at += 1;
-                } else {
-                    loop {
-                        self.hashed_value(hasher, depth + 1)?;
-                        count += 1;
-                        self.space();
-                        match self.peek()? {
-                            b',' => self.at += 1,
-                            b']' => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                hasher.json_array_end(count);
-            }
-            b't' => {
-                self.literal(b"true")?;
-                hasher.json_integer(1);
-            }
-            b'f' => {
-                self.literal(b"false")?;
-                hasher.json_integer(0);
-            }
-            b'n' => {
-                self.literal(b"null")?;
-                hasher.json_null();
-            }
-            _ => hasher.json_integer(i128::from(self.integer()?)),
-        }
-        Some(())
-    }
-
     /// An object hashed as it is read; its keys must come in ascending
     /// order (every writer of artifacts sorts them), else the exact path
     /// decides. `seen` gets each key with the span of its value's text.
@@ -368,7 +306,7 @@ impl<'l> Cursor<'l> {
             hasher.json_key(key);
             cursor.space();
             let start = cursor.at;
-            cursor.hashed_value(hasher, depth)?;
+            cursor.value::<AnySpacing>(hasher, depth)?;
             seen(cursor, key, start)
         })?;
         hasher.json_object_end(count);
@@ -823,6 +761,152 @@ impl<'l> Cursor<'l> {
     }
 }
 
+/// How the tokens of a value are spaced: [`AnySpacing`] as JSON allows
+/// (blanks between tokens), [`WriterSpacing`] as stormlog's writer spaces
+/// them (`", "` between elements, nothing else); one reader,
+/// [`Cursor::value`], hashes either the same way.
+trait Spacing {
+    /// Nesting past this is refused (the exact path decides).
+    const MAX_DEPTH: usize;
+    /// Moves past the blanks the spacing allows before a token.
+    fn blank(cursor: &mut Cursor<'_>);
+    /// A string without escapes.
+    fn string<'l>(cursor: &mut Cursor<'l>) -> Option<&'l str>;
+    /// An object of values, hashed; `depth` is its own.
+    fn object(cursor: &mut Cursor<'_>, hasher: &mut ContentHasher, depth: usize) -> Option<()>;
+    /// Past the `,` at the cursor and what follows it before the next
+    /// element.
+    fn comma(cursor: &mut Cursor<'_>) -> Option<()>;
+    /// `true`, `false` or `null`.
+    fn literal(cursor: &mut Cursor<'_>, word: &[u8]) -> Option<()>;
+    /// A non-negative integer within 64 bits.
+    fn integer(cursor: &mut Cursor<'_>) -> Option<u64>;
+}
+
+/// Any JSON spacing: the member loop's.
+struct AnySpacing;
+
+impl Spacing for AnySpacing {
+    const MAX_DEPTH: usize = MAX_DEPTH;
+
+    #[inline]
+    fn blank(cursor: &mut Cursor<'_>) {
+        cursor.space();
+    }
+
+    #[inline]
+    fn string<'l>(cursor: &mut Cursor<'l>) -> Option<&'l str> {
+        cursor.string()
+    }
+
+    fn object(cursor: &mut Cursor<'_>, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
+        cursor.hashed_object(hasher, depth, |_, _, _| Some(())).map(drop)
+    }
+
+    #[inline]
+    fn comma(cursor: &mut Cursor<'_>) -> Option<()> {
+        cursor.at += 1;
+        Some(())
+    }
+
+    #[inline]
+    fn literal(cursor: &mut Cursor<'_>, word: &[u8]) -> Option<()> {
+        cursor.literal(word)
+    }
+
+    #[inline]
+    fn integer(cursor: &mut Cursor<'_>) -> Option<u64> {
+        cursor.integer()
+    }
+}
+
+/// The spacing of stormlog's writer: the canonical readers'.
+struct WriterSpacing;
+
+impl Spacing for WriterSpacing {
+    const MAX_DEPTH: usize = TIGHT_DEPTH;
+
+    #[inline(always)]
+    fn blank(_: &mut Cursor<'_>) {}
+
+    #[inline(always)]
+    fn string<'l>(cursor: &mut Cursor<'l>) -> Option<&'l str> {
+        cursor.tight_string()
+    }
+
+    fn object(cursor: &mut Cursor<'_>, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
+        cursor.tight_object(hasher, depth, |cursor, hasher, _| cursor.value::<Self>(hasher, depth)).map(drop)
+    }
+
+    #[inline(always)]
+    fn comma(cursor: &mut Cursor<'_>) -> Option<()> {
+        cursor.expect(b", ")
+    }
+
+    #[inline(always)]
+    fn literal(cursor: &mut Cursor<'_>, word: &[u8]) -> Option<()> {
+        cursor.expect(word)
+    }
+
+    #[inline(always)]
+    fn integer(cursor: &mut Cursor<'_>) -> Option<u64> {
+        cursor.tight_integer()
+    }
+}
+
+impl Cursor<'_> {
+    /// Any JSON value Python's `==` compares, spaced as `S` allows, hashed
+    /// as it is read.
+    fn value<S: Spacing>(&mut self, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
+        S::blank(self);
+        match self.peek()? {
+            b'"' => hasher.json_string(S::string(self)?),
+            b'{' => S::object(self, hasher, depth + 1)?,
+            b'[' => {
+                if depth >= S::MAX_DEPTH {
+                    return None;
+                }
+                self.at += 1;
+                hasher.json_array_start();
+                S::blank(self);
+                let mut count = 0;
+                if self.peek()? == b']' {
+                    self.at += 1;
+                } else {
+                    loop {
+                        self.value::<S>(hasher, depth + 1)?;
+                        count += 1;
+                        S::blank(self);
+                        match self.peek()? {
+                            b',' => S::comma(self)?,
+                            b']' => {
+                                self.at += 1;
+                                break;
+                            }
+                            _ => return None,
+                        }
+                    }
+                }
+                hasher.json_array_end(count);
+            }
+            b't' => {
+                S::literal(self, b"true")?;
+                hasher.json_integer(1);
+            }
+            b'f' => {
+                S::literal(self, b"false")?;
+                hasher.json_integer(0);
+            }
+            b'n' => {
+                S::literal(self, b"null")?;
+                hasher.json_null();
+            }
+            _ => hasher.json_integer(i128::from(S::integer(self)?)),
+        }
+        Some(())
+    }
+}
+
 /// Nesting past this depth in metadata is left to [`Cursor::metadata`].
 const TIGHT_DEPTH: usize = 16;
 
@@ -842,7 +926,7 @@ impl<'l> Cursor<'l> {
                         hasher.json_string(text);
                         Some(text)
                     } else {
-                        cursor.tight_value(hasher, 1)?;
+                        cursor.value::<WriterSpacing>(hasher, 1)?;
                         None
                     };
                     if key == "name" {
@@ -852,7 +936,7 @@ impl<'l> Cursor<'l> {
                     }
                 }
                 "intervals" => meta.intervals = cursor.tight_intervals(hasher, pairs)?,
-                _ => cursor.tight_value(hasher, 1)?,
+                _ => cursor.value::<WriterSpacing>(hasher, 1)?,
             }
             Some(())
         })?;
@@ -905,58 +989,6 @@ impl<'l> Cursor<'l> {
         Some(count)
     }
 
-    /// Any value in the writer's spelling, hashed as
-    /// [`Cursor::hashed_value`] hashes it.
-    fn tight_value(&mut self, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
-        match *self.bytes.get(self.at)? {
-            b'"' => hasher.json_string(self.tight_string()?),
-            b'{' => {
-                self.tight_object(hasher, depth + 1, |cursor, hasher, _| {
-                    cursor.tight_value(hasher, depth + 1)
-                })?;
-            }
-            b'[' => {
-                if depth >= TIGHT_DEPTH {
-                    return None;
-                }
-                self.at += 1;
-                hasher.json_array_start();
-                let mut count = 0;
-                if self.bytes.get(self.at) == Some(&b']') {
-                    self.at += 1;
-                } else {
-                    loop {
-                        self.tight_value(hasher, depth + 1)?;
-                        count += 1;
-                        match self.bytes.get(self.at)? {
-                            b',' => self.expect(b", ")?,
-                            b']' => {
-                                self.at += 1;
-                                break;
-                            }
-                            _ => return None,
-                        }
-                    }
-                }
-                hasher.json_array_end(count);
-            }
-            b't' => {
-                self.expect(b"true")?;
-                hasher.json_integer(1);
-            }
-            b'f' => {
-                self.expect(b"false")?;
-                hasher.json_integer(0);
-            }
-            b'n' => {
-                self.expect(b"null")?;
-                hasher.json_null();
-            }
-            _ => hasher.json_integer(i128::from(self.tight_integer()?)),
-        }
-        Some(())
-    }
-
     /// A non-negative integer right at the cursor, without leading zeros;
     /// a fraction or exponent after it fails the separator that follows.
     #[inline(always)]
@@ -972,7 +1004,7 @@ impl<'l> Cursor<'l> {
 
     /// `metadata.intervals` in the writer's spelling: `null`, or a list of
     /// `[offset, duration]` pairs of integers, read into `pairs` and hashed
-    /// as [`Cursor::hashed_value`] hashes them; `None` for anything else
+    /// as [`Cursor::value`] hashes them; `None` for anything else
     /// (an invalid activity, which [`Cursor::metadata`] reads as
     /// [`Intervals::Other`]).
     fn tight_intervals(

@@ -22,6 +22,24 @@ pub fn folded_multiply(a: u64, b: u64) -> u64 {
     (product as u64) ^ ((product >> 64) as u64)
 }
 
+/// `bytes` as little-endian words of eight bytes, the last padded with
+/// zeros: a hasher that must tell `ab` from `ab\0` hashes the length too.
+#[inline]
+pub fn for_each_word(bytes: &[u8], mut each: impl FnMut(u64)) {
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        each(u64::from_le_bytes(word));
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        each(u64::from_le_bytes(word));
+    }
+}
+
 /// One folded multiplication per 8-byte word (the mixing step of foldhash
 /// and aHash's fallback), and one more to finish.
 #[derive(Debug, Default, Clone, Copy)]
@@ -39,18 +57,7 @@ impl FastHasher {
 impl Hasher for FastHasher {
     #[inline]
     fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word));
-        }
+        for_each_word(bytes, |word| self.add(word));
     }
 
     #[inline]

@@ -15,7 +15,7 @@
 
 use std::hash::Hash;
 
-use tally_core::fast_hash::folded_multiply;
+use tally_core::fast_hash::{folded_multiply, for_each_word};
 use tally_core::view::{BodyView, EventView, RefView};
 use tally_core::{ContentHasher, CorrelationContext, Span, TokenCounts};
 
@@ -55,20 +55,8 @@ impl Fingerprint {
     /// padded with zeros, which the length tells apart).
     #[inline]
     fn text(&mut self, text: &str) {
-        let bytes = text.as_bytes();
-        self.word(bytes.len() as u64);
-        let mut words = bytes.chunks_exact(8);
-        for chunk in &mut words {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.word(u64::from_le_bytes(word));
-        }
-        let rest = words.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.word(u64::from_le_bytes(word));
-        }
+        self.word(text.len() as u64);
+        for_each_word(text.as_bytes(), |word| self.word(word));
     }
 
     fn wide(&mut self, value: u128) {

@@ -678,13 +678,31 @@ fn in_order(
     drop(launches);
     let figures = device_figures(&gpu, &order, &runs);
     drop((order, runs));
+    runtime_calls_then_summary(shared, emitter, gpu, runtime, &runtime_links, &iterations, figures, out)
+}
+
+/// The rest of a build once the GPU groups' records are made: the runtime
+/// calls' records, in order on this thread (`emitter`'s activity count is
+/// the groups'), then the summary. The GPU rows are freed first, each
+/// block of runtime rows once its records are made.
+#[allow(clippy::too_many_arguments, reason = "what both builds hold at this point")]
+fn runtime_calls_then_summary(
+    shared: &Shared<'_>,
+    mut emitter: Emitter<'_>,
+    gpu: Rows<GpuEvent>,
+    runtime: Rows<RuntimeRow>,
+    runtime_links: &[Link],
+    iterations: &[EntityRef],
+    figures: BTreeMap<(u64, u32), DeviceFigures>,
+    out: &mut Out<'_>,
+) -> Result<Made, TraceErrorKind> {
     let capabilities = shared.capabilities(&gpu);
     let gpu_events = gpu.len();
     drop(gpu);
     let processes = processes(&runtime);
     let runtime_calls = runtime.len();
-    for (index, row) in runtime.into_rows().enumerate() {
-        emitter.emit_runtime(&row, runtime_links[index], &iterations, out)?;
+    for (row, &link) in runtime.into_rows().zip(runtime_links) {
+        emitter.emit_runtime(&row, link, iterations, out)?;
     }
     let summary = shared.summary_of(SummaryCounts {
         iterations: iterations.len(),
@@ -814,27 +832,9 @@ fn in_parallel<R: RecordBatcher>(
         emitter.tally.merge(tally);
     }
     drop((order, runs, launches));
-    let capabilities = shared.capabilities(&gpu);
-    let gpu_events = gpu.len();
-    drop(gpu);
-    // The runtime calls' records, in order here, each block of rows freed
-    // once its records are made.
     emitter.spelled.activity_count = batched.records - before;
-    let processes = processes(&runtime);
-    let runtime_calls = runtime.len();
-    for (index, row) in runtime.into_rows().enumerate() {
-        emitter.emit_runtime(&row, runtime_links[index], &iterations, &mut |record| batched.add(record))?;
-    }
-    let summary = shared.summary_of(SummaryCounts {
-        iterations: iterations.len(),
-        gpu_events,
-        runtime_calls,
-        processes,
-        activity_records: emitter.spelled.activity_count,
-        tally: emitter.tally,
-        figures,
-    })?;
-    Ok(Made { summary, capabilities })
+    let out: &mut Out<'_> = &mut |record| batched.add(record);
+    runtime_calls_then_summary(shared, emitter, gpu, runtime, &runtime_links, &iterations, figures, out)
 }
 
 /// What a trace's summary is made of.
