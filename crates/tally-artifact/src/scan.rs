@@ -150,13 +150,8 @@ impl<'l> Cursor<'l> {
     #[inline]
     fn integer(&mut self) -> Option<u64> {
         self.space();
-        let start = self.at;
-        let (value, digits) = leading_integer(self.bytes.get(start..)?)?;
-        // A leading zero, or a fraction or exponent next.
-        if digits > 1 && self.bytes[start] == b'0' {
-            return None;
-        }
-        self.at = start + digits;
+        let value = self.tight_integer()?;
+        // A fraction or exponent next.
         match self.peek() {
             None | Some(b',' | b'}' | b']' | b' ' | b'\t') => Some(value),
             _ => None,
@@ -690,15 +685,9 @@ impl<'l> Tight<'l> for Field<u64> {
         if cursor.tight_null() {
             return Some(Field::Null);
         }
-        let start = cursor.at;
-        let (value, digits) = leading_integer(cursor.bytes.get(start..)?)?;
-        // A leading zero; a fraction or exponent next fails the separator
-        // the template expects.
-        if digits > 1 && cursor.bytes[start] == b'0' {
-            return None;
-        }
-        cursor.at = start + digits;
-        Some(Field::Present(value))
+        // A fraction or exponent next fails the separator the template
+        // expects.
+        cursor.tight_integer().map(Field::Present)
     }
 }
 
@@ -835,7 +824,7 @@ impl Spacing for WriterSpacing {
     }
 
     fn object(cursor: &mut Cursor<'_>, hasher: &mut ContentHasher, depth: usize) -> Option<()> {
-        cursor.tight_object(hasher, depth, |cursor, hasher, _| cursor.value::<Self>(hasher, depth)).map(drop)
+        cursor.tight_object(hasher, depth, |cursor, hasher, _| cursor.value::<Self>(hasher, depth))
     }
 
     #[inline(always)]
@@ -918,7 +907,7 @@ impl<'l> Cursor<'l> {
     fn tight_metadata(&mut self, pairs: &mut Vec<(u64, u64)>) -> Option<Meta<'l>> {
         let mut hasher = ContentHasher::default();
         let mut meta = Meta::default();
-        let count = self.tight_object(&mut hasher, 1, |cursor, hasher, key| {
+        self.tight_object(&mut hasher, 1, |cursor, hasher, key| {
             match key {
                 "name" | "first_name" => {
                     let name = if cursor.bytes.get(cursor.at) == Some(&b'"') {
@@ -940,7 +929,6 @@ impl<'l> Cursor<'l> {
             }
             Some(())
         })?;
-        let _ = count;
         meta.hash = hasher.finish128();
         Some(meta)
     }
@@ -953,7 +941,7 @@ impl<'l> Cursor<'l> {
         hasher: &mut ContentHasher,
         depth: usize,
         mut member: impl FnMut(&mut Self, &mut ContentHasher, &'l str) -> Option<()>,
-    ) -> Option<usize> {
+    ) -> Option<()> {
         if depth >= TIGHT_DEPTH || self.bytes.get(self.at) != Some(&b'{') {
             return None;
         }
@@ -986,7 +974,7 @@ impl<'l> Cursor<'l> {
             }
         }
         hasher.json_object_end(count);
-        Some(count)
+        Some(())
     }
 
     /// A non-negative integer right at the cursor, without leading zeros;
@@ -1392,16 +1380,14 @@ mod tests {
             r#"{"activity_domain": "gpu", "activity_kind": "kernel", "activity_ref": {"id": "a1", "producer_id": "k"}, "attribution_status": "linked", @, "correlation_scope": {"id": "pid-1", "producer_id": "k"}, "cuda_correlation_id": 6, "end_ns": 100, "event_id": "a1", "event_type": "infer.activity_ref", "graph_id": null, "iteration_ref": {"id": "i", "producer_id": "k"}, "metadata": {"name": "gemm"}, "runtime_correlation_id": 6, "schema_version": #, "start_ns": 50, "stream_id": 7, "trace_attachment_id": "trace-0"}"#,
             r#"{"activity_domain": "runtime", "activity_kind": "cuda_runtime", "activity_ref": {"id": "a2", "producer_id": "k"}, "attribution_status": "unresolved", @, "correlation_scope": null, "cuda_correlation_id": null, "end_ns": 100, "event_id": "a2", "event_type": "infer.activity_ref", "graph_id": null, "iteration_ref": null, "metadata": {"first_name": "cudaLaunchKernel", "name": "launch"}, "runtime_correlation_id": 10, "schema_version": #, "start_ns": 50, "stream_id": null, "trace_attachment_id": null}"#,
         ];
-        let parsed = crate::decode::definition_of(
-            format!(r#"{{"context": {context}, "context_id": "c", "event_type": "infer.context", "schema_version": 4}}"#).as_bytes(),
-            &mut Interner::default(),
-        );
-        let Some(Ok((_, shared))) = parsed else { panic!("the definition parses: {parsed:?}") };
-        let compact: Vec<String> = std::iter::once(format!(
+        let definition = format!(
             r#"{{"context": {context}, "context_id": "c", "event_type": "infer.context", "schema_version": 4}}"#
-        ))
-        .chain(rows.iter().map(|row| row.replace('@', r#""context_id": "c""#).replace('#', "4")))
-        .collect();
+        );
+        let parsed = crate::decode::definition_of(definition.as_bytes(), &mut Interner::default());
+        let Some(Ok((_, shared))) = parsed else { panic!("the definition parses: {parsed:?}") };
+        let compact: Vec<String> = std::iter::once(definition)
+            .chain(rows.iter().map(|row| row.replace('@', r#""context_id": "c""#).replace('#', "4")))
+            .collect();
         let embedded: Vec<String> = rows
             .iter()
             .map(|row| row.replace('@', &format!(r#""context": {context}"#)).replace('#', "2"))

@@ -497,7 +497,7 @@ fn gather_out_of_order<'a, G: ResolvedEvidence + ?Sized>(
 /// iterations together.
 fn finish_device(work: DeviceWork<'_>) -> (DeviceTotal<'_>, Vec<GroupWork>) {
     let DeviceWork { clock, mut items, mut time, streams, mut groups, swept, .. } = work;
-    let (sweep, mut stream_sweeps) = match swept {
+    let (sweep, stream_sweeps) = match swept {
         Swept::InOrder { sweep, streams, .. } => (sweep, streams),
         Swept::Gathered => {
             sort_by_start(&mut items, |item| item.start);
@@ -516,7 +516,9 @@ fn finish_device(work: DeviceWork<'_>) -> (DeviceTotal<'_>, Vec<GroupWork>) {
         }
     };
     drop(items);
-    stream_sweeps.resize(streams.len(), UnionSweep::default());
+    // The in-order sweep grows its stream sweeps with the device's streams
+    // before each activity's intervals.
+    debug_assert_eq!(stream_sweeps.len(), streams.len());
     let result = sweep.finish();
     time.busy_ns = result.busy_ns;
     let mut streams: Vec<StreamBusy> = streams

@@ -329,8 +329,9 @@ impl PreparedBatch {
             BodyView::ActivityRef(activity) => {
                 let mut key = ContentHasher::default();
                 reference(&mut key, activity.activity_ref);
-                let listed = listed_by_reference(&activity, event.context, event.busy_intervals().is_some());
-                let busy = match event.busy_intervals() {
+                let intervals = event.busy_intervals();
+                let listed = listed_by_reference(&activity, event.context, intervals.is_some());
+                let busy = match intervals {
                     None => Busy::Unknown,
                     Some(BusyIntervals::Span(interval)) => Busy::Span(interval.start_ns(), interval.end_ns()),
                     Some(BusyIntervals::Listed(list)) => {

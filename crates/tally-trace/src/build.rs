@@ -497,7 +497,8 @@ pub(crate) fn build(
 }
 
 /// [`build`] into `batcher`'s batches, passed to `send` in the records'
-/// order, with the GPU groups' records made on `emitters` threads: each
+/// order. With more than one emitter, the GPU groups' records are made on
+/// `emitters` threads: each
 /// takes every `emitters`-th chunk of them, spells their IDs from their
 /// place and batches them, and this thread passes the chunks on in order,
 /// then makes the runtime calls' records itself. The records, their numbers
@@ -519,15 +520,15 @@ pub(crate) fn build_batched<R: RecordBatcher>(
     let gpu = std::mem::take(&mut collected.gpu);
     let runtime = std::mem::take(&mut collected.runtime);
     let shared = Shared::new(collected, info, file, options, uuids)?;
-    let mut batched = Batched { batcher, send, batch: batcher.batch(), filled: false, records: 0 };
-    let made = in_parallel(&shared, gpu, runtime, &mut batched, emitters.max(1));
-    // The records before an error go first, as one thread sends them; a
-    // refusing sink or batcher has had its word.
-    if batched.filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
-        (batched.send)(batched.batch).map_err(TraceErrorKind::Sink)?;
-    }
+    let mut batched = Batched::new(batcher, send, 0);
+    let made = if emitters > 1 {
+        in_parallel(&shared, gpu, runtime, &mut batched, emitters)
+    } else {
+        in_order(&shared, gpu, runtime, &mut |record| batched.add(record))
+    };
+    let events = batched.finish(&made)?;
     let made = made?;
-    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events: batched.records })
+    Ok(FileOutcome { summary: made.summary, collected: made.capabilities, events })
 }
 
 /// Records made on the batching thread, batched and sent as batches fill.
@@ -540,7 +541,12 @@ struct Batched<'b, R: RecordBatcher> {
     records: u64,
 }
 
-impl<R: RecordBatcher> Batched<'_, R> {
+impl<'b, R: RecordBatcher> Batched<'b, R> {
+    /// Batches whose first record follows `records` others.
+    fn new(batcher: &'b R, send: &'b mut dyn FnMut(R::Batch) -> Result<(), SinkError>, records: u64) -> Self {
+        Self { batcher, send, batch: batcher.batch(), filled: false, records }
+    }
+
     fn add(&mut self, record: TraceRecord<'_>) -> Result<(), TraceErrorKind> {
         self.records += 1;
         self.filled = true;
@@ -550,6 +556,17 @@ impl<R: RecordBatcher> Batched<'_, R> {
                 .map_err(TraceErrorKind::Sink)?;
         }
         Ok(())
+    }
+
+    /// Sends the last batch once the records' making ended with `made`,
+    /// and gives the number of records. The records before an error go
+    /// too (they came first, and a consumer that refuses one of them has
+    /// the first word), unless the sink or batcher refused already.
+    fn finish<T>(self, made: &Result<T, TraceErrorKind>) -> Result<u64, TraceErrorKind> {
+        if self.filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
+            (self.send)(self.batch).map_err(TraceErrorKind::Sink)?;
+        }
+        Ok(self.records)
     }
 
     /// Sends what is batched so far, so that batches made elsewhere come
@@ -768,24 +785,16 @@ fn in_parallel<R: RecordBatcher>(
                     // An activity's ID is its place among the activities.
                     emitter.spelled.activity_count = from as u64;
                     let mut batches = Vec::new();
-                    let mut batch = batcher.batch();
-                    let mut filled = false;
-                    let mut number = before + from as u64;
-                    let mut out = |record: TraceRecord<'_>| -> Result<(), TraceErrorKind> {
-                        number += 1;
-                        filled = true;
-                        if batcher.add(&mut batch, number, record).map_err(TraceErrorKind::Sink)? {
-                            filled = false;
-                            batches.push(std::mem::replace(&mut batch, batcher.batch()));
-                        }
+                    let mut keep = |batch| {
+                        batches.push(batch);
                         Ok(())
                     };
-                    let made = runs[from..to]
-                        .iter()
-                        .try_for_each(|&run| emitter.gpu_group(groups, run, iterations, &mut out));
-                    if filled && !matches!(made, Err(TraceErrorKind::Sink(_))) {
-                        batches.push(batch);
-                    }
+                    let mut chunk_batched = Batched::new(batcher, &mut keep, before + from as u64);
+                    let made = runs[from..to].iter().try_for_each(|&run| {
+                        emitter.gpu_group(groups, run, iterations, &mut |record| chunk_batched.add(record))
+                    });
+                    // Keeping a batch cannot fail.
+                    let _ = chunk_batched.finish(&made);
                     let failed = made.is_err();
                     if sender.send((batches, made)).is_err() || failed {
                         break;
@@ -874,36 +883,15 @@ impl<'a> Shared<'a> {
 
     /// The summary, once every record is made: its figures checked to fit.
     fn summary_of(&self, counts: SummaryCounts) -> Result<Map<String, Value>, TraceErrorKind> {
-        let SummaryCounts {
-            iterations,
-            gpu_events,
-            runtime_calls,
-            processes,
-            activity_records,
-            tally,
-            figures,
-        } = counts;
         if let Some(((pid, device), too_large)) =
-            figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
+            counts.figures.iter().find(|(_, figures)| figures.summed > u128::from(u64::MAX))
         {
             return Err(TraceErrorKind::SumOutOfRange {
                 what: format!("the summed GPU time of process {pid}, device {device}"),
                 total_ns: too_large.summed,
             });
         }
-        Ok(self.summary(SummaryParts {
-            iterations,
-            gpu_events,
-            runtime_calls,
-            processes,
-            devices: tally.devices,
-            figures,
-            linked_events: tally.linked_events,
-            unresolved: tally.unresolved,
-            runtime_unresolved: tally.runtime_unresolved,
-            graph_events: tally.graph_events,
-            activity_records,
-        }))
+        Ok(self.summary(counts))
     }
 }
 
@@ -1022,12 +1010,12 @@ impl Shared<'_> {
         SUPPORTED.iter().zip(found).filter(|(_, found)| *found).map(|(name, _)| *name).collect()
     }
 
-    fn summary(&self, parts: SummaryParts) -> Map<String, Value> {
+    fn summary(&self, parts: SummaryCounts) -> Map<String, Value> {
         let collected = self.collected;
         let info = self.info;
         let processes = &parts.processes;
         let mut devices = Map::new();
-        for ((pid, device), tally) in parts.devices {
+        for ((pid, device), tally) in parts.tally.devices {
             let key = match (ThreadKeys::as_number(pid), device) {
                 (Some(pid), NONE_U32) => format!("{pid}/None"),
                 (Some(pid), device) => format!("{pid}/{device}"),
@@ -1076,10 +1064,10 @@ impl Shared<'_> {
         put("runtime_calls", Value::from(parts.runtime_calls));
         put("iterations", Value::from(parts.iterations));
         put("activity_records", Value::from(parts.activity_records));
-        put("linked_gpu_events", Value::from(parts.linked_events));
-        put("unresolved_gpu_events", json!(parts.unresolved));
-        put("unresolved_runtime_calls", json!(parts.runtime_unresolved));
-        put("graph_gpu_events", Value::from(parts.graph_events));
+        put("linked_gpu_events", Value::from(parts.tally.linked_events));
+        put("unresolved_gpu_events", json!(parts.tally.unresolved));
+        put("unresolved_runtime_calls", json!(parts.tally.runtime_unresolved));
+        put("graph_gpu_events", Value::from(parts.tally.graph_events));
         put("devices", Value::Object(devices));
         put("event_loss", Value::Null);
         put("event_loss_note", Value::from("the trace does not report dropped CUPTI records"));
@@ -1404,20 +1392,6 @@ fn processes(runtime: &Rows<RuntimeRow>) -> BTreeSet<u64> {
         }
     }
     processes
-}
-
-struct SummaryParts {
-    activity_records: u64,
-    iterations: usize,
-    gpu_events: usize,
-    runtime_calls: usize,
-    processes: BTreeSet<u64>,
-    devices: BTreeMap<(u64, u32), DeviceTally>,
-    figures: BTreeMap<(u64, u32), DeviceFigures>,
-    linked_events: u64,
-    unresolved: BTreeMap<&'static str, u64>,
-    runtime_unresolved: BTreeMap<&'static str, u64>,
-    graph_events: u64,
 }
 
 /// A string known to be non-empty at compile time.

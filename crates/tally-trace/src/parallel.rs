@@ -24,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use crate::build::FileOutcome;
 use crate::error::{SinkError, TraceError, TraceErrorKind};
 use crate::record::TraceRecord;
-use crate::{ImportOptions, OpenedInput, import_file};
+use crate::{ImportOptions, OpenedInput};
 
 /// What the thread importing a trace makes of its records before they
 /// cross to the thread that passes them on: full events for a sink of
@@ -110,39 +110,18 @@ pub(crate) fn import_file_batched<R: RecordBatcher>(
     emitters: usize,
     send: &mut dyn FnMut(R::Batch) -> Result<(), SinkError>,
 ) -> Result<FileOutcome, TraceError> {
-    if emitters > 1 {
-        let mut read = crate::read_file(input, paths, options)?;
-        return crate::build::build_batched(
-            &mut read.collected,
-            &read.info,
-            &read.file,
-            options,
-            &read.uuids,
-            batcher,
-            emitters,
-            send,
-        )
-        .map_err(|kind| TraceError::new(&read.path, kind));
-    }
-    let path = input.path().to_path_buf();
-    let mut batch = batcher.batch();
-    let mut number = 0;
-    let mut filled = false;
-    let outcome = import_file(input, paths, options, &mut |record| {
-        number += 1;
-        filled = true;
-        if batcher.add(&mut batch, number, record)? {
-            filled = false;
-            send(std::mem::replace(&mut batch, batcher.batch()))?;
-        }
-        Ok(())
-    });
-    // The records built before an import error are sent too: they came
-    // first, and a consumer that refuses one of them has the first word.
-    if filled && !matches!(&outcome, Err(error) if matches!(error.kind(), TraceErrorKind::Sink(_))) {
-        send(batch).map_err(|error| TraceError::new(&path, TraceErrorKind::Sink(error)))?;
-    }
-    outcome
+    let mut read = crate::read_file(input, paths, options)?;
+    crate::build::build_batched(
+        &mut read.collected,
+        &read.info,
+        &read.file,
+        options,
+        &read.uuids,
+        batcher,
+        emitters,
+        send,
+    )
+    .map_err(|kind| TraceError::new(&read.path, kind))
 }
 
 fn worker<R: RecordBatcher>(
