@@ -61,7 +61,21 @@ pub fn nanos_text(text: &str) -> Result<Nanos, DecimalError> {
 }
 
 /// Parses `text` and multiplies it by `10^shift`, exactly.
-fn scaled(text: &str, shift: i64) -> Result<Nanos, DecimalError> {
+#[inline]
+fn scaled(text: &str, shift: u32) -> Result<Nanos, DecimalError> {
+    // Nearly every value in a trace is a plain integer of microseconds:
+    // read a word of digits at a time, and scale it in a `u64`.
+    if let Some((value, digits)) = tally_core::decimal::leading_integer(text.as_bytes())
+        && digits == text.len()
+    {
+        let value = 10u64.checked_pow(shift).and_then(|scale| value.checked_mul(scale));
+        return value.map(|value| Nanos { value, rounded: false }).ok_or(DecimalError::OutOfRange);
+    }
+    scaled_digit_by_digit(text, shift)
+}
+
+/// [`scaled`] of any number's text, a digit at a time.
+fn scaled_digit_by_digit(text: &str, shift: u32) -> Result<Nanos, DecimalError> {
     let text = text.trim();
     let text = match text.strip_prefix('"').and_then(|rest| rest.strip_suffix('"')) {
         Some(inner) => inner,
@@ -130,7 +144,7 @@ fn scaled(text: &str, shift: i64) -> Result<Nanos, DecimalError> {
     if negative {
         return Err(DecimalError::Negative);
     }
-    let power = exponent.saturating_add(shift).saturating_add(digits.power);
+    let power = exponent.saturating_add(i64::from(shift)).saturating_add(digits.power);
     digits.into_nanos(power)
 }
 
@@ -196,7 +210,18 @@ impl Digits {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    proptest! {
+        /// The integer shortcut gives what the digit-by-digit reading
+        /// gives, out-of-range values, leading zeros and all.
+        #[test]
+        fn plain_integers_read_as_any_number(digits in "[0-9]{1,24}", shift in prop::sample::select(vec![0u32, 3])) {
+            prop_assert_eq!(scaled(&digits, shift), scaled_digit_by_digit(&digits, shift));
+        }
+    }
 
     fn ns(text: &str) -> u64 {
         micros_to_nanos(text).unwrap_or_else(|error| panic!("{text}: {error}")).value

@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use tally_core::decimal::{digit_run, digits_value};
+use tally_core::decimal::{digit_run, digits_value, leading_integer};
 
 use super::{Args, Id, RawEvent, Text};
 
@@ -312,20 +312,14 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// Moves to the next quote, backslash or control character: bytewise
-    /// over the first bytes (most strings are short keys), then eight bytes
-    /// at a time (as serde_json's `skip_to_escape` does).
+    /// Moves to the next quote, backslash or control character, eight bytes
+    /// at a time (as serde_json's `skip_to_escape` does), bytewise over the
+    /// last few of the buffer. Keys, which are mostly short, are seldom
+    /// read here: the remembered separators hold them.
     fn skip_plain(&mut self) {
         const ONES: u64 = u64::MAX / 255;
         const HIGH: u64 = ONES << 7;
         let special = |byte: u8| SPECIAL[usize::from(byte)];
-        let rest = &self.bytes[self.at.min(self.bytes.len())..];
-        let head = rest.len().min(8);
-        if let Some(found) = rest[..head].iter().position(|&byte| special(byte)) {
-            self.at += found;
-            return;
-        }
-        self.at += head;
         while let Some(chunk) = self.bytes.get(self.at..self.at + 8) {
             let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
             let word = u64::from_le_bytes(chunk);
@@ -378,6 +372,7 @@ impl<'a> Scanner<'a> {
     /// A JSON number's text, its first byte already consumed; whether it is
     /// an integer (no fraction or exponent). The grammar is JSON's, which
     /// serde_json enforces; anything else is left to serde.
+    #[inline(always)]
     fn number(&mut self, first: u8) -> Option<((usize, usize), bool)> {
         let start = self.at - 1;
         let lead = if first == b'-' {
@@ -423,6 +418,7 @@ impl<'a> Scanner<'a> {
     }
 
     /// Moves past a run of decimal digits.
+    #[inline(always)]
     fn digits(&mut self) {
         self.at += digit_run(self.bytes.get(self.at..).unwrap_or_default());
     }
@@ -505,9 +501,18 @@ impl<'a> Scanner<'a> {
         match self.next_token()? {
             b'"' => Some(FoundId::Text(self.text()?)),
             first @ b'0'..=b'9' => {
-                let ((start, end), integer) = self.number(first)?;
-                integer.then_some(())?;
-                Some(FoundId::Number(digits_value(&self.bytes[start..end])?))
+                // Read and valued in one pass: a leading zero, a value past
+                // `u64`, a fraction or an exponent are serde's.
+                let start = self.at - 1;
+                let (value, digits) = leading_integer(&self.bytes[start..])?;
+                if digits > 1 && first == b'0' {
+                    return None;
+                }
+                self.at = start + digits;
+                match self.peek()? {
+                    b'.' | b'e' | b'E' => None,
+                    _ => Some(FoundId::Number(value)),
+                }
             }
             _ => None,
         }
