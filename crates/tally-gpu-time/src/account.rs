@@ -283,6 +283,10 @@ fn add(time: &mut GpuTime, summed: u128) {
 /// core is there: below it a thread costs more than it saves.
 const PARALLEL_ACTIVITIES: usize = 1 << 16;
 
+/// Device clocks remembered by address in [`Part::account`]: a run's
+/// devices are few, and the first ones met are nearly all of them.
+const RECENT_CLOCKS: usize = 8;
+
 /// stormlog's `account_gpu_time`: summed activity, interval union and
 /// iteration elapsed time, kept apart per device clock, with tally's
 /// per-device details.
@@ -324,8 +328,8 @@ pub fn account_gpu_time_on<G: ResolvedEvidence + ?Sized>(graph: &G, threads: usi
         accounted
     });
     let listed = accounted.len() - 1;
-    let unattributed = std::mem::take(&mut accounted[listed].unattributed);
-    let unmeasured = std::mem::take(&mut accounted[listed].unmeasured);
+    let mut unattributed = std::mem::take(&mut accounted[listed].unattributed);
+    let mut unmeasured = std::mem::take(&mut accounted[listed].unmeasured);
     // Each device's groups go with its clock, in whatever order.
     let finished: Vec<(DeviceTotal<'_>, Vec<GroupWork>)> =
         accounted.into_iter().flat_map(|part| part.finished).collect();
@@ -333,7 +337,23 @@ pub fn account_gpu_time_on<G: ResolvedEvidence + ?Sized>(graph: &G, threads: usi
     let (mut device_totals, groups): (Vec<DeviceTotal<'_>>, Vec<Vec<GroupWork>>) =
         finished.into_iter().unzip();
     device_totals.sort_by(|a, b| a.clock.cmp(&b.clock));
-    let iterations = iteration_timings(graph, groups, &clocks);
+    // The lists are sorted beside the iterations' rows, which sort too.
+    let iterations = if parts > 1 {
+        std::thread::scope(|scope| {
+            let sorted = scope.spawn(|| {
+                unattributed.sort_unstable();
+                unmeasured.sort_unstable();
+            });
+            let iterations = iteration_timings(graph, groups, &clocks);
+            // Sorting references cannot panic.
+            sorted.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            iterations
+        })
+    } else {
+        unattributed.sort_unstable();
+        unmeasured.sort_unstable();
+        iteration_timings(graph, groups, &clocks)
+    };
     RunAccounting {
         run_id: graph.run_id(),
         iterations,
@@ -346,7 +366,7 @@ pub fn account_gpu_time_on<G: ResolvedEvidence + ?Sized>(graph: &G, threads: usi
 /// What one thread accounts: the devices numbered `part`, `part + parts`,
 /// ... in the order every thread first meets them (each reads every
 /// activity in one order), finished; and, for the last part, the lists of
-/// unattributed and unmeasured activities, sorted.
+/// unattributed and unmeasured activities, not yet sorted.
 struct Part<'a> {
     finished: Vec<(DeviceTotal<'a>, Vec<GroupWork>)>,
     unattributed: Vec<&'a EntityRef>,
@@ -363,8 +383,9 @@ impl<'a> Part<'a> {
         let mut unmeasured = Vec::new();
         let lists = part == parts - 1;
         // Activities of one producer share one context, and its strings:
-        // remember the last device clock by address to skip hashing it again.
-        let mut last_clock: Option<(DeviceClock<'a>, u32)> = None;
+        // the clocks met first are remembered by address, so that the
+        // activities of a few interleaved devices skip hashing them.
+        let mut recent_clocks: Vec<(DeviceClock<'a>, u32)> = Vec::with_capacity(RECENT_CLOCKS);
         for activity in graph.activity_facts() {
             if lists && !activity.attributed {
                 unattributed.extend(activity.reference);
@@ -379,9 +400,9 @@ impl<'a> Part<'a> {
                 continue;
             };
             let clock = DeviceClock::new(uuid, domain, kind);
-            let device = match last_clock {
-                Some((known, device)) if same_strings(&known, &clock) => device,
-                _ => {
+            let device = match recent_clocks.iter().find(|(known, _)| same_strings(known, &clock)) {
+                Some(&(_, device)) => device,
+                None => {
                     let device = *device_index.entry(clock).or_insert_with(|| {
                         let number = devices.len();
                         devices.push((number % parts == part).then(|| DeviceWork::new(clock)));
@@ -390,7 +411,9 @@ impl<'a> Part<'a> {
                         // tables).
                         number as u32
                     });
-                    last_clock = Some((clock, device));
+                    if recent_clocks.len() < RECENT_CLOCKS {
+                        recent_clocks.push((clock, device));
+                    }
                     device
                 }
             };
@@ -437,8 +460,6 @@ impl<'a> Part<'a> {
         }
         gather_out_of_order(graph, &mut devices, &device_index);
         let finished = devices.into_iter().flatten().map(finish_device).collect();
-        unattributed.sort_unstable();
-        unmeasured.sort_unstable();
         Part { finished, unattributed, unmeasured }
     }
 }
