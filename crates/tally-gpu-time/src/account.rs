@@ -266,6 +266,32 @@ struct GroupWork {
     sweep: UnionSweep,
 }
 
+/// The devices' numbers, by clock: the first [`RECENT_CLOCKS`] clocks met
+/// are also remembered by the addresses of their strings, which the
+/// activities of one producer share (one context), so that the activities
+/// of a few interleaved devices skip hashing the strings.
+#[derive(Default)]
+struct DeviceNumbers<'a> {
+    index: FastHashMap<DeviceClock<'a>, u32>,
+    recent: Vec<(DeviceClock<'a>, u32)>,
+}
+
+impl<'a> DeviceNumbers<'a> {
+    /// The number of `clock`'s device; `new` numbers a device met for the
+    /// first time.
+    #[inline]
+    fn number(&mut self, clock: DeviceClock<'a>, new: impl FnOnce() -> u32) -> u32 {
+        if let Some(&(_, device)) = self.recent.iter().find(|(known, _)| same_strings(known, &clock)) {
+            return device;
+        }
+        let device = *self.index.entry(clock).or_insert_with(new);
+        if self.recent.len() < RECENT_CLOCKS && device != NONE {
+            self.recent.push((clock, device));
+        }
+        device
+    }
+}
+
 /// The same device clock by the addresses of its strings: a cheap check
 /// that holds for activities sharing a context.
 fn same_strings(a: &DeviceClock<'_>, b: &DeviceClock<'_>) -> bool {
@@ -378,14 +404,10 @@ impl<'a> Part<'a> {
         // Every device met, numbered in first-seen order; `None` for
         // another part's.
         let mut devices: Vec<Option<DeviceWork<'a>>> = Vec::new();
-        let mut device_index: FastHashMap<DeviceClock<'a>, u32> = FastHashMap::default();
+        let mut numbers = DeviceNumbers::default();
         let mut unattributed = Vec::new();
         let mut unmeasured = Vec::new();
         let lists = part == parts - 1;
-        // Activities of one producer share one context, and its strings:
-        // the clocks met first are remembered by address, so that the
-        // activities of a few interleaved devices skip hashing them.
-        let mut recent_clocks: Vec<(DeviceClock<'a>, u32)> = Vec::with_capacity(RECENT_CLOCKS);
         for activity in graph.activity_facts() {
             if lists && !activity.attributed {
                 unattributed.extend(activity.reference);
@@ -400,23 +422,13 @@ impl<'a> Part<'a> {
                 continue;
             };
             let clock = DeviceClock::new(uuid, domain, kind);
-            let device = match recent_clocks.iter().find(|(known, _)| same_strings(known, &clock)) {
-                Some(&(_, device)) => device,
-                None => {
-                    let device = *device_index.entry(clock).or_insert_with(|| {
-                        let number = devices.len();
-                        devices.push((number % parts == part).then(|| DeviceWork::new(clock)));
-                        // At most one device per activity, and activities
-                        // are fewer than u32::MAX (tally-resolve caps its
-                        // tables).
-                        number as u32
-                    });
-                    if recent_clocks.len() < RECENT_CLOCKS {
-                        recent_clocks.push((clock, device));
-                    }
-                    device
-                }
-            };
+            let device = numbers.number(clock, || {
+                let number = devices.len();
+                devices.push((number % parts == part).then(|| DeviceWork::new(clock)));
+                // At most one device per activity, and activities are fewer
+                // than u32::MAX (tally-resolve caps its tables).
+                number as u32
+            });
             let Some(work) = &mut devices[device as usize] else { continue };
             let intervals = busy.as_slice();
             let summed: u128 = intervals.iter().map(|interval| u128::from(interval.duration_ns())).sum();
@@ -458,7 +470,7 @@ impl<'a> Part<'a> {
                 }
             }
         }
-        gather_out_of_order(graph, &mut devices, &device_index);
+        gather_out_of_order(graph, &mut devices, &mut numbers);
         let finished = devices.into_iter().flatten().map(finish_device).collect();
         Part { finished, unattributed, unmeasured }
     }
@@ -471,7 +483,7 @@ impl<'a> Part<'a> {
 fn gather_out_of_order<'a, G: ResolvedEvidence + ?Sized>(
     graph: &'a G,
     devices: &mut [Option<DeviceWork<'a>>],
-    device_index: &FastHashMap<DeviceClock<'a>, u32>,
+    numbers: &mut DeviceNumbers<'a>,
 ) {
     let gathered = |work: &Option<DeviceWork<'_>>| {
         work.as_ref().is_some_and(|work| matches!(work.swept, Swept::Gathered))
@@ -492,8 +504,11 @@ fn gather_out_of_order<'a, G: ResolvedEvidence + ?Sized>(
         }
         let Some(((uuid, domain, kind), busy)) = activity.device.zip(activity.busy) else { continue };
         // The first pass numbered every measurable activity's device and
-        // gave its stream and group a slot.
-        let Some(&device) = device_index.get(&DeviceClock::new(uuid, domain, kind)) else { continue };
+        // gave its stream and group a slot, so no number is made here.
+        let device = numbers.number(DeviceClock::new(uuid, domain, kind), || NONE);
+        if device == NONE {
+            continue;
+        }
         let Some(work) = &mut devices[device as usize] else { continue };
         if matches!(work.swept, Swept::InOrder { .. }) {
             continue;
