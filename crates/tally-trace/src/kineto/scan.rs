@@ -33,7 +33,7 @@ pub(super) fn scan_event<'a>(bytes: &'a [u8], layout: &mut Layout) -> Option<(Ra
     let mut scanner = Scanner { bytes, at: 0 };
     let found = scanner.event(layout)?;
     let used = scanner.at;
-    let text = std::str::from_utf8(&bytes[..used]).ok()?;
+    let text = simdutf8::basic::from_utf8(&bytes[..used]).ok()?;
     // Every range ends at an ASCII quote or delimiter and starts after one,
     // so slicing the checked text cannot split a character.
     let piece = |(start, end): (usize, usize)| text.get(start..end);
