@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use tally_core::decimal::{digit_run, digits_value, leading_integer};
+use tally_core::decimal::{digit_run, leading_integer};
 
 use super::{Args, Id, RawEvent, Text};
 
@@ -500,21 +500,26 @@ impl<'a> Scanner<'a> {
     fn id_value(&mut self) -> Option<FoundId> {
         match self.next_token()? {
             b'"' => Some(FoundId::Text(self.text()?)),
-            first @ b'0'..=b'9' => {
-                // Read and valued in one pass: a leading zero, a value past
-                // `u64`, a fraction or an exponent are serde's.
-                let start = self.at - 1;
-                let (value, digits) = leading_integer(&self.bytes[start..])?;
-                if digits > 1 && first == b'0' {
-                    return None;
-                }
-                self.at = start + digits;
-                match self.peek()? {
-                    b'.' | b'e' | b'E' => None,
-                    _ => Some(FoundId::Number(value)),
-                }
-            }
+            first @ b'0'..=b'9' => Some(FoundId::Number(self.unsigned(first)?)),
             _ => None,
+        }
+    }
+
+    /// A non-negative integer, its first digit `first` consumed, read and
+    /// valued in one pass (reading its grammar, then its digits again, was
+    /// ~220 instructions an ID); a leading zero, a value past `u64`, a
+    /// fraction, an exponent and a number the buffer ends in are serde's.
+    #[inline(always)]
+    fn unsigned(&mut self, first: u8) -> Option<u64> {
+        let start = self.at - 1;
+        let (value, digits) = leading_integer(&self.bytes[start..])?;
+        if digits > 1 && first == b'0' {
+            return None;
+        }
+        self.at = start + digits;
+        match self.peek()? {
+            b'.' | b'e' | b'E' => None,
+            _ => Some(value),
         }
     }
 
@@ -532,19 +537,17 @@ impl<'a> Scanner<'a> {
     /// read the same way whatever the reader: integers and `null`.
     fn lenient_value(&mut self) -> Option<Option<u64>> {
         match self.next_token()? {
-            first @ (b'-' | b'0'..=b'9') => {
-                let ((start, end), integer) = self.number(first)?;
-                integer.then_some(())?;
-                let text = &self.bytes[start..end];
-                match text.strip_prefix(b"-") {
-                    // A negative integer within i64 is no ID; -0, and one
-                    // beyond i64 (a float to serde), are serde's.
-                    Some(magnitude) => {
-                        let magnitude = digits_value(magnitude)?;
-                        (1..=i64::MAX as u64).contains(&magnitude).then_some(None)
-                    }
-                    None => Some(Some(digits_value(text)?)),
+            first @ b'0'..=b'9' => Some(Some(self.unsigned(first)?)),
+            b'-' => {
+                let first = self.peek()?;
+                if !first.is_ascii_digit() {
+                    return None;
                 }
+                self.at += 1;
+                let magnitude = self.unsigned(first)?;
+                // A negative integer within i64 is no ID; -0, and one beyond
+                // i64 (a float to serde), are serde's.
+                (1..=i64::MAX as u64).contains(&magnitude).then_some(None)
             }
             b'n' => self.literal(b'n').map(|()| None),
             _ => None,
