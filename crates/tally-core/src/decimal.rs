@@ -2,9 +2,9 @@
 //! spelling that the artifact writer, the trace import's record IDs and
 //! the resolver's packed event IDs share, without `format!`'s machinery or
 //! an allocation; and read back by the fast scanners of artifacts and
-//! traces ([`digit_run`], [`leading_integer`], [`digits_value`]), eight
-//! digits at a time, since nanosecond timestamps have nineteen and
-//! microsecond ones sixteen.
+//! traces ([`digit_run`], [`leading_integer`]; [`digits_value`] for text
+//! that is all digits), eight digits at a time, since nanosecond
+//! timestamps have nineteen and microsecond ones sixteen.
 
 /// Ones in every byte of a word.
 const ONES: u64 = u64::MAX / 255;

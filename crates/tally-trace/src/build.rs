@@ -609,23 +609,17 @@ impl Plan {
         out: &mut Out<'_>,
         beside: bool,
     ) -> Result<Self, TraceErrorKind> {
-        if beside {
-            return std::thread::scope(|scope| {
+        let ((iterations, runtime_links, launches), (order, runs)) = if beside {
+            std::thread::scope(|scope| {
                 let grouped = scope.spawn(|| groups(gpu, shared.options.detail));
-                let made = Self::linked(shared, emitter, gpu, runtime, out);
+                let linked = Self::linked(shared, emitter, gpu, runtime, out);
                 // Grouping only sorts; a panic there is a bug, passed on.
-                let (order, runs) = grouped.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-                made.map(|(iterations, runtime_links, launches)| Self {
-                    iterations,
-                    runtime_links,
-                    launches,
-                    order,
-                    runs,
-                })
-            });
-        }
-        let (iterations, runtime_links, launches) = Self::linked(shared, emitter, gpu, runtime, out)?;
-        let (order, runs) = groups(gpu, shared.options.detail);
+                let grouped = grouped.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                linked.map(|linked| (linked, grouped))
+            })?
+        } else {
+            (Self::linked(shared, emitter, gpu, runtime, out)?, groups(gpu, shared.options.detail))
+        };
         Ok(Self { iterations, runtime_links, launches, order, runs })
     }
 
