@@ -13,7 +13,7 @@ use std::io::{self, Read, Seek, SeekFrom};
 use serde::de::DeserializeOwned;
 
 /// Bytes read at once; doubled while one value does not fit.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 18;
 
 /// How a value could not be read.
 #[derive(Debug)]
@@ -156,6 +156,14 @@ impl<R: Read> JsonStream<R> {
         let room = usize::try_from(self.pause_at - read_to).map_or(self.chunk, |room| room.min(self.chunk));
         let wanted = self.end + room;
         if self.buffer.len() < wanted {
+            // A value cut by the chunk's end leaves a few hundred bytes
+            // before the next chunk, so the buffer is made room for both
+            // at once: growing by doubling from one chunk copied and first
+            // touched four chunks' worth of pages per stream.
+            if self.buffer.capacity() < wanted {
+                let extra = if self.chunk == self.base_chunk { self.base_chunk / 4 } else { 0 };
+                self.buffer.reserve_exact(wanted + extra - self.buffer.len());
+            }
             self.buffer.resize(wanted, 0);
         }
         let before = self.end;
@@ -249,8 +257,11 @@ impl<R: Read> JsonStream<R> {
                         return Err(StreamError::TooLarge { offset: self.offset(), limit: self.max_value });
                     }
                     // Grow so that a huge value is re-parsed a logarithmic
-                    // number of times, not once per chunk.
-                    self.chunk = self.chunk.saturating_mul(2);
+                    // number of times, not once per chunk; a value cut by
+                    // the chunk's end needs only the next chunk.
+                    if self.end - self.start > self.base_chunk / 8 {
+                        self.chunk = self.chunk.saturating_mul(2);
+                    }
                     self.fill()?;
                 }
                 Err(error) => {

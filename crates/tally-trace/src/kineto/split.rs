@@ -35,7 +35,7 @@ pub(crate) const SPLIT_MIN_BYTES: u64 = 16 << 20;
 const GUESS_WINDOW: usize = 1 << 20;
 
 /// Bytes read at once by both threads.
-const CHUNK: usize = 1 << 20;
+const CHUNK: usize = 1 << 18;
 
 /// Reads the plain trace that `open` opens (each call a new handle at its
 /// start; `size` bytes long) into `collected` on two threads, with the
