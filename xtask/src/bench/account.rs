@@ -167,8 +167,13 @@ fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> any
 
 /// The phases of tally-artifact's `parse_limit` example, by their keys in
 /// its output.
-const LIMIT_PHASES: [&str; 4] =
-    ["read_seconds", "line_ends_seconds", "json_ignored_one_core_seconds", "json_ignored_all_cores_seconds"];
+const LIMIT_PHASES: [&str; 5] = [
+    "read_seconds",
+    "read_window_seconds",
+    "line_ends_seconds",
+    "json_ignored_one_core_seconds",
+    "json_ignored_all_cores_seconds",
+];
 
 /// The best seconds of each limit phase over the runs so far, and the
 /// cores the last run parsed on.
@@ -195,6 +200,7 @@ impl LimitPhases {
 fn limit(ctx: &mut BenchContext, limits: &LimitPhases, bytes: u64, tally_seconds: f64, label: &str) {
     let names = [
         "read into a buffer (page cache)".to_owned(),
+        "read through a 512 KB window (page cache)".to_owned(),
         "line ends (memchr)".to_owned(),
         "JSON parse into IgnoredAny, 1 core".to_owned(),
         format!("JSON parse into IgnoredAny, {} cores", limits.cores),
