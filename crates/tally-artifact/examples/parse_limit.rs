@@ -17,15 +17,15 @@
 //! the best of `--repeat` runs (default 3) in seconds.
 
 use std::io::Read;
-
-/// The window `tally account` reads through (tally-ingest's
-/// `WINDOW_BYTES`).
-const WINDOW_BYTES: usize = 1 << 19;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use serde::de::IgnoredAny;
+
+/// The window `tally account` reads through (tally-ingest's
+/// `WINDOW_BYTES`).
+const WINDOW_BYTES: usize = 1 << 19;
 
 fn best_of<T>(repeat: usize, mut run: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::INFINITY;

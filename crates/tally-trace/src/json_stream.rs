@@ -12,7 +12,8 @@ use std::io::{self, Read, Seek, SeekFrom};
 
 use serde::de::DeserializeOwned;
 
-/// Bytes read at once; doubled while one value does not fit.
+/// Bytes read at once (kept in L2 between the read and the scan); doubled
+/// while a long value does not fit.
 const CHUNK: usize = 1 << 18;
 
 /// How a value could not be read.
