@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::generate::{ArtifactSpec, GenForm, cached_artifact};
 use super::trace::children_cpu_seconds;
-use super::{BenchContext, Measure, Row, json_f64, parse_json};
+use super::{BenchContext, Measure, Row, best_of_three, json_f64, parse_json};
 
 /// stormlog's whole path: load, resolve, account; prints the device totals
 /// so the run can be checked against tally's.
@@ -111,21 +111,21 @@ fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> any
     // measured minutes apart, the two drifted with the machine (the 2-core
     // parse read 0.081 s in one run of a day and 0.107 s in another), and
     // their ratio is the target.
-    let mut best: Option<(Measure, String, f64)> = None;
     let mut limits = LimitPhases::default();
-    for _ in 0..3 {
-        let before = children_cpu_seconds();
-        let (measure, stdout) =
-            ctx.run_measured_capture(Command::new(&tally).args(["account", "--format", "json"]).arg(&path))?;
-        let cpu = children_cpu_seconds() - before;
-        if best.as_ref().is_none_or(|(known, _, _)| measure.seconds < known.seconds) {
-            best = Some((measure, stdout, cpu));
-        }
-        let (_, stdout) =
-            ctx.run_measured_capture(Command::new(&parse_limit).arg(&path).args(["--repeat", "1"]))?;
-        limits.keep_best(&parse_json(&stdout, "parse_limit output")?)?;
-    }
-    let (measure, stdout, cpu) = best.context("three runs")?;
+    let (measure, stdout, cpu) = best_of_three(
+        || {
+            let before = children_cpu_seconds();
+            let (measure, stdout) = ctx.run_measured_capture(
+                Command::new(&tally).args(["account", "--format", "json"]).arg(&path),
+            )?;
+            let cpu = children_cpu_seconds() - before;
+            let (_, limit) =
+                ctx.run_measured_capture(Command::new(&parse_limit).arg(&path).args(["--repeat", "1"]))?;
+            limits.keep_best(&parse_json(&limit, "parse_limit output")?)?;
+            Ok((measure, stdout, cpu))
+        },
+        |(measure, _, _)| measure.seconds,
+    )?;
     let report: Value = serde_json::from_str(&stdout).context("tally account --format json")?;
     if report["counts"]["activities"].as_u64().unwrap_or(0) == 0 {
         bail!("tally accounted no activities in {}", path.display());

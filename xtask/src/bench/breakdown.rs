@@ -17,7 +17,7 @@ use std::process::Command;
 use anyhow::Context;
 
 use super::trace::{children_cpu_seconds, hta_python, one_core, trace};
-use super::{BenchContext, Row};
+use super::{BenchContext, Row, best_of_three};
 
 /// HTA's load and the analyses `tally breakdown` answers, as its users run
 /// them.
@@ -44,18 +44,16 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let megabytes = made.bytes / 1_000_000;
     // Best of three, as the account bench takes it: a 2 s run on a shared
     // machine varies by a tenth from run to run, HTA's 200 s by far less.
-    let mut best: Option<(super::Measure, String, f64)> = None;
-    for _ in 0..3 {
-        let cpu_before = children_cpu_seconds();
-        let (measure, printed) = ctx.run_measured_capture(
-            one_core(&tally).args(["breakdown", "--format", "json", "--by", "iteration"]).arg(&path),
-        )?;
-        let cpu = children_cpu_seconds() - cpu_before;
-        if best.as_ref().is_none_or(|(known, _, _)| measure.seconds < known.seconds) {
-            best = Some((measure, printed, cpu));
-        }
-    }
-    let (measure, printed, cpu) = best.context("three runs")?;
+    let (measure, printed, cpu) = best_of_three(
+        || {
+            let cpu_before = children_cpu_seconds();
+            let (measure, printed) = ctx.run_measured_capture(
+                one_core(&tally).args(["breakdown", "--format", "json", "--by", "iteration"]).arg(&path),
+            )?;
+            Ok((measure, printed, children_cpu_seconds() - cpu_before))
+        },
+        |(measure, _, _)| measure.seconds,
+    )?;
     let result = super::parse_json(&printed, "tally breakdown's JSON")?;
     let devices = result["devices"].as_array().map_or(0, Vec::len);
     let mut row = Row::new(format!("breakdown (Kineto {megabytes} MB, --by iteration, json)"), measure);

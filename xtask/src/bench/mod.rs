@@ -234,6 +234,24 @@ pub fn cached_input<const N: usize>(
     Ok(figures)
 }
 
+/// The fastest of three runs of `run`, by the seconds `seconds` reads from
+/// each: a run of tally of a fraction of a second on a shared machine
+/// varies from one run to the next, where a reference's seconds vary far
+/// less, so each bench that times tally keeps its best.
+pub fn best_of_three<T>(
+    mut run: impl FnMut() -> anyhow::Result<T>,
+    seconds: impl Fn(&T) -> f64,
+) -> anyhow::Result<T> {
+    let mut best = run()?;
+    for _ in 1..3 {
+        let next = run()?;
+        if seconds(&next) < seconds(&best) {
+            best = next;
+        }
+    }
+    Ok(best)
+}
+
 /// Parses the JSON a benchmark program printed.
 pub fn parse_json(stdout: &str, what: &str) -> anyhow::Result<Value> {
     serde_json::from_str(stdout.trim()).with_context(|| what.to_owned())

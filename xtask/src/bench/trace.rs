@@ -38,7 +38,7 @@ use std::process::Command;
 use anyhow::{Context, bail};
 use serde_json::Value;
 
-use super::{BenchContext, Row};
+use super::{BenchContext, Row, best_of_three};
 use crate::workspace_root;
 
 const SOURCE: &str = "crates/tally-trace/tests/fixtures/kineto/sampled-rank-0.json.gz";
@@ -536,15 +536,10 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
     // second on a shared machine varies from one run to the next (one
     // bench run read 0.173 s where direct runs beside it read 0.08-0.09 s);
     // stormlog's second and a half varies far less.
-    let mut best: Option<Row> = None;
-    for _ in 0..3 {
-        let (row, _) =
-            measured_row(ctx, name.clone(), Command::new(tally).arg("account").arg(&fixture), &made)?;
-        if best.as_ref().is_none_or(|known| row.tally.seconds < known.tally.seconds) {
-            best = Some(row);
-        }
-    }
-    let mut row = best.context("three runs")?;
+    let mut row = best_of_three(
+        || Ok(measured_row(ctx, name.clone(), Command::new(tally).arg("account").arg(&fixture), &made)?.0),
+        |row| row.tally.seconds,
+    )?;
     row.note = format!("best of 3; {}", row.note);
     row.items = None;
     match ctx.python().map(Path::to_path_buf) {
