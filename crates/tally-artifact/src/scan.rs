@@ -18,7 +18,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
-use tally_core::decimal::leading_integer;
+use tally_core::decimal::leading_json_integer;
 use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
 use tally_core::{ActivityDomain, ContentHasher, CorrelationContext, EventType, Span, TokenCounts};
 
@@ -988,12 +988,8 @@ impl<'l> Cursor<'l> {
     /// a fraction or exponent after it fails the separator that follows.
     #[inline(always)]
     fn tight_integer(&mut self) -> Option<u64> {
-        let start = self.at;
-        let (value, digits) = leading_integer(self.bytes.get(start..)?)?;
-        if digits > 1 && self.bytes[start] == b'0' {
-            return None;
-        }
-        self.at = start + digits;
+        let (value, digits) = leading_json_integer(self.bytes.get(self.at..)?)?;
+        self.at += digits;
         Some(value)
     }
 

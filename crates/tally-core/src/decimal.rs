@@ -101,6 +101,22 @@ pub fn leading_integer(text: &[u8]) -> Option<(u64, usize)> {
     (at > 0).then_some((value, at))
 }
 
+/// [`leading_integer`] as JSON spells integers: a zero followed by more
+/// digits, which JSON forbids, is refused. The artifact and trace scanners
+/// read integers through this, so both refuse what serde_json refuses.
+///
+/// ```
+/// use tally_core::decimal::leading_json_integer;
+/// assert_eq!(leading_json_integer(b"0,"), Some((0, 1)));
+/// assert_eq!(leading_json_integer(b"42}"), Some((42, 2)));
+/// assert_eq!(leading_json_integer(b"007"), None);
+/// ```
+#[inline(always)]
+pub fn leading_json_integer(text: &[u8]) -> Option<(u64, usize)> {
+    let (value, digits) = leading_integer(text)?;
+    (digits == 1 || text[0] != b'0').then_some((value, digits))
+}
+
 /// The value of `digits`, which are all ASCII digits (leading zeros are
 /// the caller's to refuse): `None` when there are none, when another byte
 /// is among them, or when the value does not fit in a `u64`.

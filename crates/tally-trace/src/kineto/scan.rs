@@ -15,7 +15,7 @@
 
 use std::borrow::Cow;
 
-use tally_core::decimal::{digit_run, leading_integer};
+use tally_core::decimal::{digit_run, leading_json_integer};
 
 use super::{Args, Id, RawEvent, Text};
 
@@ -500,22 +500,19 @@ impl<'a> Scanner<'a> {
     fn id_value(&mut self) -> Option<FoundId> {
         match self.next_token()? {
             b'"' => Some(FoundId::Text(self.text()?)),
-            first @ b'0'..=b'9' => Some(FoundId::Number(self.unsigned(first)?)),
+            b'0'..=b'9' => Some(FoundId::Number(self.unsigned()?)),
             _ => None,
         }
     }
 
-    /// A non-negative integer, its first digit `first` consumed, read and
+    /// A non-negative integer, its first digit consumed, read and
     /// valued in one pass (reading its grammar, then its digits again, was
     /// ~220 instructions an ID); a leading zero, a value past `u64`, a
     /// fraction, an exponent and a number the buffer ends in are serde's.
     #[inline(always)]
-    fn unsigned(&mut self, first: u8) -> Option<u64> {
+    fn unsigned(&mut self) -> Option<u64> {
         let start = self.at - 1;
-        let (value, digits) = leading_integer(&self.bytes[start..])?;
-        if digits > 1 && first == b'0' {
-            return None;
-        }
+        let (value, digits) = leading_json_integer(&self.bytes[start..])?;
         self.at = start + digits;
         match self.peek()? {
             b'.' | b'e' | b'E' => None,
@@ -537,14 +534,13 @@ impl<'a> Scanner<'a> {
     /// read the same way whatever the reader: integers and `null`.
     fn lenient_value(&mut self) -> Option<Option<u64>> {
         match self.next_token()? {
-            first @ b'0'..=b'9' => Some(Some(self.unsigned(first)?)),
+            b'0'..=b'9' => Some(Some(self.unsigned()?)),
             b'-' => {
-                let first = self.peek()?;
-                if !first.is_ascii_digit() {
+                if !self.peek()?.is_ascii_digit() {
                     return None;
                 }
                 self.at += 1;
-                let magnitude = self.unsigned(first)?;
+                let magnitude = self.unsigned()?;
                 // A negative integer within i64 is no ID; -0, and one beyond
                 // i64 (a float to serde), are serde's.
                 (1..=i64::MAX as u64).contains(&magnitude).then_some(None)
