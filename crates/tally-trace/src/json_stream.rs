@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 
 /// Bytes read at once (kept in L2 between the read and the scan); doubled
 /// while a long value does not fit.
-const CHUNK: usize = 1 << 18;
+pub(crate) const CHUNK: usize = 1 << 18;
 
 /// How a value could not be read.
 #[derive(Debug)]

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{KinetoError, KinetoHeader, Resume, read_events, read_stream};
 use crate::collect::Collected;
-use crate::json_stream::{JsonStream, StreamError};
+use crate::json_stream::{CHUNK, JsonStream, StreamError};
 use crate::parallel::Stoppable;
 use crate::ranges::SpanMatcher;
 
@@ -34,12 +34,10 @@ pub(crate) const SPLIT_MIN_BYTES: u64 = 16 << 20;
 /// How far past the middle the guess is looked for.
 const GUESS_WINDOW: usize = 1 << 20;
 
-/// Bytes read at once by both threads.
-const CHUNK: usize = 1 << 18;
-
 /// Reads the plain trace that `open` opens (each call a new handle at its
 /// start; `size` bytes long) into `collected` on two threads, with the
-/// result of [`super::read_kineto`].
+/// result of [`super::read_kineto`]; both threads read [`CHUNK`] bytes at a
+/// time.
 pub(crate) fn read_kineto_split<R, F>(
     open: &F,
     size: u64,
