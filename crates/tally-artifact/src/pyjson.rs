@@ -16,6 +16,7 @@
 //! ```
 
 use serde_json::{Map, Number, Value};
+use tally_core::RecordMember;
 
 /// The item and key separators of `json.dumps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +98,42 @@ fn write_entries<'a>(
         write_str(out, key);
         out.extend_from_slice(separators.key());
         write_value(out, value, separators);
+    }
+}
+
+/// Appends one member of an event's record form, as [`write_value`] writes
+/// the member's JSON ([`RecordMember::to_json`]), without building it.
+pub fn write_record_member(out: &mut Vec<u8>, member: RecordMember<'_>, separators: Separators) {
+    match member {
+        RecordMember::Null => out.extend_from_slice(b"null"),
+        RecordMember::Bool(true) => out.extend_from_slice(b"true"),
+        RecordMember::Bool(false) => out.extend_from_slice(b"false"),
+        RecordMember::Unsigned(value) => write_u64(out, value),
+        RecordMember::Signed(value) => write_i64(out, value),
+        RecordMember::Text(text) => write_str(out, text),
+        RecordMember::Ref(reference) => {
+            // `EntityRef::to_json`'s two keys, sorted.
+            out.extend_from_slice(b"{\"id\"");
+            out.extend_from_slice(separators.key());
+            write_str(out, reference.id());
+            out.extend_from_slice(separators.item());
+            out.extend_from_slice(b"\"producer_id\"");
+            out.extend_from_slice(separators.key());
+            write_str(out, reference.producer_id());
+            out.push(b'}');
+        }
+        RecordMember::Context(context) => write_value(out, &context.to_json(), separators),
+        RecordMember::Names(names) => {
+            out.push(b'[');
+            for (index, name) in names.iter().enumerate() {
+                if index > 0 {
+                    out.extend_from_slice(separators.item());
+                }
+                write_str(out, name);
+            }
+            out.push(b']');
+        }
+        RecordMember::Metadata(map) => write_map(out, map, separators),
     }
 }
 
@@ -183,18 +220,11 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 pub fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
     let bytes = text.as_bytes();
-    let mut start = 0;
     // Runs of printable ASCII are copied whole; only the rest is escaped.
-    for (index, &byte) in bytes.iter().enumerate() {
-        if (b' '..=b'~').contains(&byte) && byte != b'"' && byte != b'\\' {
-            continue;
-        }
-        if byte & 0xC0 == 0x80 {
-            // A continuation byte, escaped with its leading byte below.
-            continue;
-        }
+    let mut start = 0;
+    let mut index = plain_run(bytes);
+    while let Some(&byte) = bytes.get(index) {
         out.extend_from_slice(&bytes[start..index]);
-        start = index + utf8_width(byte);
         match byte {
             b'"' => out.extend_from_slice(b"\\\""),
             b'\\' => out.extend_from_slice(b"\\\\"),
@@ -216,9 +246,43 @@ pub fn write_str(out: &mut Vec<u8>, text: &str) {
                 }
             }
         }
+        start = index + utf8_width(byte);
+        index = start + plain_run(&bytes[start..]);
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
+}
+
+/// Whether `byte` is written as it is: printable ASCII but the quote and
+/// the backslash.
+fn is_plain(byte: u8) -> bool {
+    (b' '..=b'~').contains(&byte) && byte != b'"' && byte != b'\\'
+}
+
+/// How many bytes at the start of `bytes` are plain ([`is_plain`]), found
+/// eight at a time: names and IDs are mostly long plain runs, and a byte at
+/// a time was most of an import's writing.
+fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES << 7;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
+        let word = u64::from_le_bytes(chunk);
+        // Each test flags a byte's high bit. A borrow can flag a byte above
+        // a true hit, never one below it, so the lowest flag is a true hit.
+        let below_space = word.wrapping_sub(ONES * 0x20) & !word;
+        let equal = |byte: u8| {
+            let difference = word ^ (ONES * u64::from(byte));
+            difference.wrapping_sub(ONES) & !difference
+        };
+        let found = (word | below_space | equal(b'"') | equal(b'\\') | equal(0x7f)) & HIGH;
+        if found != 0 {
+            return at + (found.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    at + bytes[at..].iter().position(|&byte| !is_plain(byte)).unwrap_or(bytes.len() - at)
 }
 
 fn utf8_width(lead: u8) -> usize {
@@ -288,5 +352,41 @@ mod tests {
         assert_eq!(string("é€"), r#""\u00e9\u20ac""#);
         assert_eq!(string("x😀y"), r#""x\ud83d\ude00y""#);
         assert_eq!(string(""), "\"\"");
+    }
+
+    /// `json.dumps`' escaping of one string, a character at a time.
+    fn escaped_by_chars(text: &str) -> String {
+        let mut out = String::from("\"");
+        for c in text.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                ' '..='~' => out.push(c),
+                _ => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+            }
+        }
+        out.push('"');
+        out
+    }
+
+    proptest::proptest! {
+        /// The word-at-a-time search for plain runs finds every byte to
+        /// escape, wherever it falls in a word.
+        #[test]
+        fn strings_escape_as_a_character_at_a_time(
+            text in proptest::string::string_regex("[ -~\"\\\\\u{0}-\u{1f}\u{7f}\u{80}-\u{ff}é€😀\u{2028}]{0,40}").expect("a valid character class"),
+        ) {
+            proptest::prop_assert_eq!(string(&text), escaped_by_chars(&text));
+        }
     }
 }

@@ -12,11 +12,12 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use tally_core::{
     CONTEXT_REFERENCE_SCHEMA_VERSION, CorrelationContext, CorrelationEvent, EventType, InferenceRecord,
+    RecordMember,
 };
 
 use crate::decode::CONTEXT_EVENT_TYPE;
 use crate::error::{ArtifactError, ErrorKind};
-use crate::pyjson::{Separators, write_map};
+use crate::pyjson::{Separators, write_map, write_record_member, write_str, write_u64};
 
 /// How events carry their context.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -79,6 +80,10 @@ pub struct ArtifactEncoder {
     /// ... and by value.
     by_value: HashMap<Arc<CorrelationContext>, Arc<str>>,
     by_id: HashMap<Arc<str>, Arc<CorrelationContext>>,
+    /// The JSON of each context written embedded, by pointer: events share
+    /// a few contexts, and building the JSON of one for every line cost
+    /// more than writing the rest of the line.
+    embedded: HashMap<usize, (Arc<CorrelationContext>, Vec<u8>)>,
 }
 
 impl ArtifactEncoder {
@@ -110,18 +115,26 @@ impl ArtifactEncoder {
                 write_line(out, raw);
             }
             InferenceRecord::Event(event) if self.form == Form::Embedded || null_intervals(event) => {
-                write_line(out, &event.to_record());
+                let context = self.embedded_json(event.context_arc());
+                write_event_line(out, event, ContextMember::Embedded(context));
             }
             InferenceRecord::Event(event) => {
                 let id = self.define(event.context_arc(), out)?;
-                let mut row = event.to_record();
-                row.remove("context");
-                row.insert("context_id".into(), Value::String(id.to_string()));
-                row.insert("schema_version".into(), Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION));
-                write_line(out, &row);
+                write_event_line(out, event, ContextMember::Reference(&id));
             }
         }
         Ok(())
+    }
+
+    /// The JSON of `context` as an embedded member, made once per context.
+    fn embedded_json(&mut self, context: &Arc<CorrelationContext>) -> &[u8] {
+        let (_, json) = self.embedded.entry(Arc::as_ptr(context) as usize).or_insert_with(|| {
+            let mut json = Vec::new();
+            crate::pyjson::write_value(&mut json, &context.to_json(), Separators::DEFAULT);
+            // Holding the Arc keeps the pointer from being reused by another context.
+            (Arc::clone(context), json)
+        });
+        json
     }
 
     /// The ID of `context`, writing its definition first if it is new.
@@ -161,6 +174,47 @@ impl ArtifactEncoder {
 /// stormlog's `_null_intervals`: an activity naming `intervals` without a value.
 fn null_intervals(event: &CorrelationEvent) -> bool {
     event.event_type() == EventType::ActivityRef && event.metadata().get("intervals") == Some(&Value::Null)
+}
+
+/// How an event line carries its context.
+enum ContextMember<'a> {
+    /// The context's JSON under `context`, the event's own schema version.
+    Embedded(&'a [u8]),
+    /// Its ID under `context_id`, schema version 4.
+    Reference(&'a str),
+}
+
+/// Writes an event's line as [`write_line`] writes its record map, member by
+/// member straight from the event: the members come in the order of their
+/// keys, and `context_id` sorts where `context` does.
+fn write_event_line(out: &mut Vec<u8>, event: &CorrelationEvent, context: ContextMember<'_>) {
+    let separators = Separators::DEFAULT;
+    out.push(b'{');
+    let mut first = true;
+    event.for_each_record_member(|name, member| {
+        if !first {
+            out.extend_from_slice(separators.item());
+        }
+        first = false;
+        let name = match (member, &context) {
+            (RecordMember::Context(_), ContextMember::Reference(_)) => "context_id",
+            _ => name,
+        };
+        // The record's keys are plain ASCII names: nothing to escape.
+        out.push(b'"');
+        out.extend_from_slice(name.as_bytes());
+        out.push(b'"');
+        out.extend_from_slice(separators.key());
+        match (member, &context) {
+            (RecordMember::Context(_), ContextMember::Embedded(json)) => out.extend_from_slice(json),
+            (RecordMember::Context(_), ContextMember::Reference(id)) => write_str(out, id),
+            (_, ContextMember::Reference(_)) if name == "schema_version" => {
+                write_u64(out, u64::from(CONTEXT_REFERENCE_SCHEMA_VERSION));
+            }
+            (member, _) => write_record_member(out, member, separators),
+        }
+    });
+    out.extend_from_slice(b"}\n");
 }
 
 fn write_line(out: &mut Vec<u8>, row: &Map<String, Value>) {
@@ -223,7 +277,7 @@ impl AtomicFile {
         remove_stale_temporaries(target);
         let (file, temporary) = create_temporary(target)?;
         Ok(Self {
-            file: Some(BufWriter::with_capacity(1 << 20, file)),
+            file: Some(BufWriter::with_capacity(PASS_BYTES, file)),
             temporary,
             target: target.to_path_buf(),
         })
@@ -283,6 +337,11 @@ enum Sink {
     Stdout(BufWriter<File>),
 }
 
+/// How many bytes of encoded lines an [`ArtifactWriter`] gathers before
+/// handing them to its file, and the size of the file's own buffer: a
+/// write as large as that buffer goes straight through it.
+const PASS_BYTES: usize = 1 << 20;
+
 /// Writes an artifact record by record, atomically (see
 /// [`write_artifact`] and [`AtomicFile`]). Dropping it without
 /// [`ArtifactWriter::finish`] removes the temporary file and leaves `path`
@@ -303,7 +362,7 @@ impl ArtifactWriter {
         let name = path.display().to_string();
         let sink = if path.as_os_str() == "-" {
             let spool = tempfile::tempfile().map_err(|error| ArtifactError::io(&name, &error))?;
-            Sink::Stdout(BufWriter::with_capacity(1 << 20, spool))
+            Sink::Stdout(BufWriter::with_capacity(PASS_BYTES, spool))
         } else {
             Sink::File(AtomicFile::create(path).map_err(|error| ArtifactError::io(&name, &error))?)
         };
@@ -311,7 +370,7 @@ impl ArtifactWriter {
             name,
             sink: Some(sink),
             encoder: ArtifactEncoder::new(form),
-            buffer: Vec::with_capacity(4096),
+            buffer: Vec::with_capacity(PASS_BYTES + (64 << 10)),
             records: 0,
         })
     }
@@ -327,25 +386,36 @@ impl ArtifactWriter {
 
     /// Appends one record.
     pub fn write(&mut self, record: &InferenceRecord) -> Result<(), ArtifactError> {
-        self.buffer.clear();
+        let written = self.buffer.len();
         self.records += 1;
         if let Err(error) = self.encoder.encode(record, &mut self.buffer) {
+            self.buffer.truncate(written);
             return Err(ArtifactError::whole(
                 &self.name,
                 ErrorKind::Unwritable,
                 format!("record {}: {error}", self.records),
             ));
         }
+        if self.buffer.len() >= PASS_BYTES { self.pass_on() } else { Ok(()) }
+    }
+
+    /// Hands the encoded lines to the sink. Lines are encoded into this one
+    /// buffer and handed on a megabyte at a time, which the sink's own
+    /// buffer passes straight to the file: a copy into it per record was a
+    /// tenth of an import's time.
+    fn pass_on(&mut self) -> Result<(), ArtifactError> {
         let result = match self.sink.as_mut() {
             Some(Sink::File(file)) => file.write_all(&self.buffer),
             Some(Sink::Stdout(out)) => out.write_all(&self.buffer),
             None => Ok(()),
         };
+        self.buffer.clear();
         result.map_err(|error| ArtifactError::io(&self.name, &error))
     }
 
     /// Flushes, syncs and moves the file into place.
     pub fn finish(mut self) -> Result<(), ArtifactError> {
+        self.pass_on()?;
         let name = self.name.clone();
         let io_error = |error: io::Error| ArtifactError::io(&name, &error);
         match self.sink.take() {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::context::string_enum;
-use crate::{CorrelationContext, EntityRef, Interval, NonEmptyString, Span, ValidationError};
+use crate::{CorrelationContext, EntityRef, Interval, NonEmptyString, RecordMember, Span, ValidationError};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Schema version of embedded correlation records.
@@ -470,6 +470,33 @@ impl CorrelationEvent {
     /// The embedded JSON record stormlog writes for this event.
     pub fn to_record(&self) -> Map<String, Value> {
         crate::record::event_to_record(self)
+    }
+
+    /// Calls `put` with each member of [`CorrelationEvent::to_record`],
+    /// borrowed from the event instead of built, in the order of the keys by
+    /// code point (the order `json.dumps(sort_keys=True)` writes them in).
+    ///
+    /// ```
+    /// use tally_core::{RecordMember, parse_inference_record};
+    /// let record = serde_json::json!({
+    ///     "schema_version": 2, "event_type": "infer.artifact", "event_id": "a", "metadata": {},
+    ///     "artifact_kind": "inference_jsonl", "created_at_ns": 5,
+    ///     "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
+    ///                 "clock_domain": "host", "clock_kind": "monotonic",
+    ///                 "collection_mode": "active", "provenance": "observed"}});
+    /// let event = parse_inference_record(record).unwrap().as_event().unwrap().clone();
+    /// let mut keys = Vec::new();
+    /// event.for_each_record_member(|key, member| {
+    ///     if key == "created_at_ns" {
+    ///         assert_eq!(member, RecordMember::Unsigned(5));
+    ///     }
+    ///     keys.push(key);
+    /// });
+    /// assert_eq!(keys, ["artifact_kind", "context", "created_at_ns", "event_id", "event_type",
+    ///                   "metadata", "schema_version"]);
+    /// ```
+    pub fn for_each_record_member<'e>(&'e self, put: impl FnMut(&'static str, RecordMember<'e>)) {
+        crate::record::for_each_record_member(self, put);
     }
 }
 

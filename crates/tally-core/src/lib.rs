@@ -72,7 +72,7 @@ pub use json_text::{
     integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero, pythonic_json_bytes,
     pythonic_json_text,
 };
-pub use record::{parse_inference_record, parse_record_map, record_schema_version};
+pub use record::{RecordMember, parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;
 

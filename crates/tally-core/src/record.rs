@@ -274,106 +274,203 @@ fn parse_activity(fields: &mut Fields) -> Result<ActivityRef, ValidationError> {
     })
 }
 
-fn string(value: &NonEmptyString) -> Value {
-    Value::String(value.to_string())
+/// One member's value in an event's record form, borrowed from the event:
+/// what [`CorrelationEvent::to_record`] holds under that key, without
+/// building it. A writer reads these to write the record's JSON straight
+/// from the event ([`CorrelationEvent::for_each_record_member`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RecordMember<'a> {
+    /// `null`: an absent optional value.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A non-negative integer.
+    Unsigned(u64),
+    /// A signed integer.
+    Signed(i64),
+    /// A string.
+    Text(&'a str),
+    /// An entity reference: `{"id": ..., "producer_id": ...}`.
+    Ref(&'a EntityRef),
+    /// The event's context, embedded ([`CorrelationContext::to_json`]).
+    Context(&'a Arc<CorrelationContext>),
+    /// A list of names.
+    Names(&'a [NonEmptyString]),
+    /// The event's metadata object.
+    Metadata(&'a Map<String, Value>),
 }
 
-fn optional_string(value: &Option<NonEmptyString>) -> Value {
-    value.as_ref().map_or(Value::Null, string)
+impl RecordMember<'_> {
+    /// The member as a JSON value, as the record map holds it.
+    pub fn to_json(self) -> Value {
+        match self {
+            Self::Null => Value::Null,
+            Self::Bool(value) => Value::Bool(value),
+            Self::Unsigned(value) => Value::from(value),
+            Self::Signed(value) => Value::from(value),
+            Self::Text(text) => Value::String(text.to_owned()),
+            Self::Ref(reference) => reference.to_json(),
+            Self::Context(context) => context.to_json(),
+            Self::Names(names) => {
+                Value::Array(names.iter().map(|name| Value::String(name.to_string())).collect())
+            }
+            Self::Metadata(map) => Value::Object(map.clone()),
+        }
+    }
 }
 
-fn reference(value: &Option<EntityRef>) -> Value {
-    value.as_ref().map_or(Value::Null, EntityRef::to_json)
+fn text(value: &NonEmptyString) -> RecordMember<'_> {
+    RecordMember::Text(value.as_str())
 }
 
-fn number(value: Option<u64>) -> Value {
-    value.map_or(Value::Null, Value::from)
+fn optional_text(value: &Option<NonEmptyString>) -> RecordMember<'_> {
+    value.as_ref().map_or(RecordMember::Null, text)
 }
 
-fn names(values: &[NonEmptyString]) -> Value {
-    Value::Array(values.iter().map(string).collect())
+fn reference(value: &Option<EntityRef>) -> RecordMember<'_> {
+    value.as_ref().map_or(RecordMember::Null, RecordMember::Ref)
+}
+
+fn number(value: Option<u64>) -> RecordMember<'static> {
+    value.map_or(RecordMember::Null, RecordMember::Unsigned)
+}
+
+/// The members of `event`'s record form, each with its key, in the order of
+/// their keys by code point: the order of `json.dumps(sort_keys=True)`, so
+/// that a writer can write them as they come. The one place that knows
+/// which members each event type's record has (tally-artifact's
+/// `direct_lines_are_the_record_maps_lines` holds the order: its map writer
+/// sorts, the direct one does not).
+pub(crate) fn for_each_record_member<'e>(
+    event: &'e CorrelationEvent,
+    mut put: impl FnMut(&'static str, RecordMember<'e>),
+) {
+    let context = RecordMember::Context(event.context_arc());
+    let event_id = text(event.event_id());
+    let event_type = RecordMember::Text(event.event_type().as_str());
+    let metadata = RecordMember::Metadata(event.metadata().as_map());
+    let schema_version = RecordMember::Unsigned(u64::from(event.schema_version()));
+    let start = |span: &Span| number(span.start_ns());
+    let end = |span: &Span| number(span.end_ns());
+    match event.body() {
+        EventBody::Artifact(body) => {
+            put("artifact_kind", text(&body.artifact_kind));
+            put("context", context);
+            put("created_at_ns", RecordMember::Unsigned(body.created_at_ns));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("metadata", metadata);
+            put("schema_version", schema_version);
+        }
+        EventBody::Request(body) => {
+            put("attempt_ref", reference(&body.attempt_ref));
+            put("backend_request_ref", reference(&body.backend_request_ref));
+            put("context", context);
+            put("end_ns", end(&body.span));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("input_tokens", number(body.tokens.input_tokens));
+            put("kv_bytes", number(body.tokens.kv_bytes));
+            put("metadata", metadata);
+            put("output_tokens", number(body.tokens.output_tokens));
+            put("request_ref", RecordMember::Ref(&body.request_ref));
+            put("schema_version", schema_version);
+            put("start_ns", start(&body.span));
+            put("status", optional_text(&body.status));
+        }
+        EventBody::Iteration(body) => {
+            put("batch_ref", reference(&body.batch_ref));
+            put("context", context);
+            put("end_ns", end(&body.span));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("iteration_ref", RecordMember::Ref(&body.iteration_ref));
+            put("metadata", metadata);
+            put("schema_version", schema_version);
+            put("start_ns", start(&body.span));
+        }
+        EventBody::Stage(body) => {
+            put("context", context);
+            put("end_ns", end(&body.span));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("input_tokens", number(body.tokens.input_tokens));
+            put("iteration_ref", reference(&body.iteration_ref));
+            put("kv_bytes", number(body.tokens.kv_bytes));
+            put("metadata", metadata);
+            put("name", text(&body.name));
+            put("output_tokens", number(body.tokens.output_tokens));
+            put("request_ref", reference(&body.request_ref));
+            put("schema_version", schema_version);
+            put("stage_ref", RecordMember::Ref(&body.stage_ref));
+            put("start_ns", start(&body.span));
+        }
+        EventBody::Membership(body) => {
+            put("attempt_ref", reference(&body.attempt_ref));
+            put("context", context);
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("input_tokens", number(body.tokens.input_tokens));
+            put("iteration_ref", RecordMember::Ref(&body.iteration_ref));
+            put("kv_bytes", number(body.tokens.kv_bytes));
+            put("metadata", metadata);
+            put("output_tokens", number(body.tokens.output_tokens));
+            put("request_ref", RecordMember::Ref(&body.request_ref));
+            put("role", text(&body.role));
+            put("schema_version", schema_version);
+        }
+        EventBody::ActivityRef(body) => {
+            put("activity_domain", RecordMember::Text(body.activity_domain.as_str()));
+            put("activity_kind", text(&body.activity_kind));
+            put("activity_ref", RecordMember::Ref(&body.activity_ref));
+            put("attribution_status", RecordMember::Text(body.attribution_status()));
+            put("context", context);
+            put("correlation_scope", reference(&body.correlation_scope));
+            put("cuda_correlation_id", number(body.cuda_correlation_id));
+            put("end_ns", end(&body.span));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("graph_id", number(body.graph_id));
+            put("iteration_ref", reference(&body.iteration_ref));
+            put("metadata", metadata);
+            put("runtime_correlation_id", number(body.runtime_correlation_id));
+            put("schema_version", schema_version);
+            put("start_ns", start(&body.span));
+            put("stream_id", number(body.stream_id));
+            put("trace_attachment_id", optional_text(&body.trace_attachment_id));
+        }
+        EventBody::Capabilities(body) => {
+            put("available", RecordMember::Bool(body.available()));
+            put("collected", RecordMember::Names(body.collected()));
+            put("component", text(body.component()));
+            put("context", context);
+            put("enabled", RecordMember::Names(body.enabled()));
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("metadata", metadata);
+            put("schema_version", schema_version);
+            put("supported", RecordMember::Names(body.supported()));
+        }
+        EventBody::ClockAlignment(body) => {
+            put("context", context);
+            put("event_id", event_id);
+            put("event_type", event_type);
+            put("from_clock_domain", text(&body.from_clock_domain));
+            put("metadata", metadata);
+            put("offset_ns", RecordMember::Signed(body.offset_ns));
+            put("schema_version", schema_version);
+            put("to_clock_domain", text(&body.to_clock_domain));
+            put("uncertainty_ns", RecordMember::Unsigned(body.uncertainty_ns));
+            put("valid_from_ns", start(&body.validity));
+            put("valid_to_ns", end(&body.validity));
+        }
+    }
 }
 
 pub(crate) fn event_to_record(event: &CorrelationEvent) -> Map<String, Value> {
     let mut record = Map::new();
-    let mut put = |key: &str, value: Value| {
-        record.insert(key.to_owned(), value);
-    };
-    put("schema_version", Value::from(event.schema_version()));
-    put("event_type", Value::from(event.event_type().as_str()));
-    put("context", event.context().to_json());
-    put("event_id", string(event.event_id()));
-    put("metadata", Value::Object(event.metadata().as_map().clone()));
-    let put_span = |put: &mut dyn FnMut(&str, Value), span: &Span, start: &str, end: &str| {
-        put(start, number(span.start_ns()));
-        put(end, number(span.end_ns()));
-    };
-    let put_tokens = |put: &mut dyn FnMut(&str, Value), tokens: &TokenCounts| {
-        put("input_tokens", number(tokens.input_tokens));
-        put("output_tokens", number(tokens.output_tokens));
-        put("kv_bytes", number(tokens.kv_bytes));
-    };
-    match event.body() {
-        EventBody::Artifact(body) => {
-            put("artifact_kind", string(&body.artifact_kind));
-            put("created_at_ns", Value::from(body.created_at_ns));
-        }
-        EventBody::Request(body) => {
-            put("request_ref", body.request_ref.to_json());
-            put("attempt_ref", reference(&body.attempt_ref));
-            put("backend_request_ref", reference(&body.backend_request_ref));
-            put_span(&mut put, &body.span, "start_ns", "end_ns");
-            put("status", optional_string(&body.status));
-            put_tokens(&mut put, &body.tokens);
-        }
-        EventBody::Iteration(body) => {
-            put("iteration_ref", body.iteration_ref.to_json());
-            put("batch_ref", reference(&body.batch_ref));
-            put_span(&mut put, &body.span, "start_ns", "end_ns");
-        }
-        EventBody::Stage(body) => {
-            put("stage_ref", body.stage_ref.to_json());
-            put("name", string(&body.name));
-            put("request_ref", reference(&body.request_ref));
-            put("iteration_ref", reference(&body.iteration_ref));
-            put_span(&mut put, &body.span, "start_ns", "end_ns");
-            put_tokens(&mut put, &body.tokens);
-        }
-        EventBody::Membership(body) => {
-            put("request_ref", body.request_ref.to_json());
-            put("iteration_ref", body.iteration_ref.to_json());
-            put("role", string(&body.role));
-            put("attempt_ref", reference(&body.attempt_ref));
-            put_tokens(&mut put, &body.tokens);
-        }
-        EventBody::ActivityRef(body) => {
-            put("activity_ref", body.activity_ref.to_json());
-            put("activity_kind", string(&body.activity_kind));
-            put("attribution_status", Value::from(body.attribution_status()));
-            put("activity_domain", Value::from(body.activity_domain.as_str()));
-            put("iteration_ref", reference(&body.iteration_ref));
-            put("correlation_scope", reference(&body.correlation_scope));
-            put("trace_attachment_id", optional_string(&body.trace_attachment_id));
-            put("runtime_correlation_id", number(body.runtime_correlation_id));
-            put("cuda_correlation_id", number(body.cuda_correlation_id));
-            put("stream_id", number(body.stream_id));
-            put("graph_id", number(body.graph_id));
-            put_span(&mut put, &body.span, "start_ns", "end_ns");
-        }
-        EventBody::Capabilities(body) => {
-            put("component", string(body.component()));
-            put("available", Value::Bool(body.available()));
-            put("supported", names(body.supported()));
-            put("enabled", names(body.enabled()));
-            put("collected", names(body.collected()));
-        }
-        EventBody::ClockAlignment(body) => {
-            put("from_clock_domain", string(&body.from_clock_domain));
-            put("to_clock_domain", string(&body.to_clock_domain));
-            put("offset_ns", Value::from(body.offset_ns));
-            put("uncertainty_ns", Value::from(body.uncertainty_ns));
-            put_span(&mut put, &body.validity, "valid_from_ns", "valid_to_ns");
-        }
-    }
+    for_each_record_member(event, |key, member| {
+        record.insert(key.to_owned(), member.to_json());
+    });
     record
 }
