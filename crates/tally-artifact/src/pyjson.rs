@@ -17,6 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 use tally_core::RecordMember;
+use tally_core::byte_search::{below, equal_to, first_flagged, non_ascii};
 
 /// The item and key separators of `json.dumps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -263,26 +264,14 @@ fn is_plain(byte: u8) -> bool {
 /// eight at a time: names and IDs are mostly long plain runs, and a byte at
 /// a time was most of an import's writing.
 fn plain_run(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::MAX / 255;
-    const HIGH: u64 = ONES << 7;
-    let mut at = 0;
-    while let Some(chunk) = bytes.get(at..at + 8) {
-        let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
-        let word = u64::from_le_bytes(chunk);
-        // Each test flags a byte's high bit. A borrow can flag a byte above
-        // a true hit, never one below it, so the lowest flag is a true hit.
-        let below_space = word.wrapping_sub(ONES * 0x20) & !word;
-        let equal = |byte: u8| {
-            let difference = word ^ (ONES * u64::from(byte));
-            difference.wrapping_sub(ONES) & !difference
-        };
-        let found = (word | below_space | equal(b'"') | equal(b'\\') | equal(0x7f)) & HIGH;
-        if found != 0 {
-            return at + (found.trailing_zeros() / 8) as usize;
-        }
-        at += 8;
-    }
-    at + bytes[at..].iter().position(|&byte| !is_plain(byte)).unwrap_or(bytes.len() - at)
+    let escaped = |word| {
+        non_ascii(word)
+            | below(word, 0x20)
+            | equal_to(word, b'"')
+            | equal_to(word, b'\\')
+            | equal_to(word, 0x7f)
+    };
+    first_flagged(bytes, escaped, |byte| !is_plain(byte))
 }
 
 fn utf8_width(lead: u8) -> usize {

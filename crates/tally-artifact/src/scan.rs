@@ -18,6 +18,7 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use tally_core::byte_search::{equal_to, first_flagged};
 use tally_core::decimal::leading_json_integer;
 use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
 use tally_core::{ActivityDomain, ContentHasher, CorrelationContext, EventType, Span, TokenCounts};
@@ -337,24 +338,9 @@ impl<'l> Cursor<'l> {
 /// vectorized search that must first be set up.
 #[inline]
 fn quote_or_backslash(text: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let mut at = 0;
-    while let Some(block) = text.get(at..at + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(block);
-        let word = u64::from_le_bytes(word);
-        // A byte of `word ^ pattern` is zero where the byte matches; the
-        // classic test sets its high bit there (and nowhere before it).
-        let quotes = word ^ (ONES * u64::from(b'"'));
-        let slashes = word ^ (ONES * u64::from(b'\\'));
-        let found = (quotes.wrapping_sub(ONES) & !quotes | slashes.wrapping_sub(ONES) & !slashes) & HIGHS;
-        if found != 0 {
-            return Some(at + (found.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    text[at..].iter().position(|&byte| byte == b'"' || byte == b'\\').map(|found| at + found)
+    let quote_or_backslash = |word| equal_to(word, b'"') | equal_to(word, b'\\');
+    let at = first_flagged(text, quote_or_backslash, |byte| byte == b'"' || byte == b'\\');
+    (at < text.len()).then_some(at)
 }
 
 /// `text.starts_with(prefix)` for the short prefixes of a row's keys, a

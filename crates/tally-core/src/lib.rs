@@ -40,6 +40,7 @@
 #[cfg(feature = "proptest")]
 pub mod arbitrary;
 mod busy_intervals;
+pub mod byte_search;
 mod content_hash;
 mod context;
 pub mod decimal;

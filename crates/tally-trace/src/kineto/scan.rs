@@ -15,6 +15,7 @@
 
 use std::borrow::Cow;
 
+use tally_core::byte_search::{below, equal_to, first_flagged};
 use tally_core::decimal::{digit_run, leading_json_integer};
 
 use super::{Args, Id, RawEvent, Text};
@@ -317,27 +318,9 @@ impl<'a> Scanner<'a> {
     /// last few of the buffer. Keys, which are mostly short, are seldom
     /// read here: the remembered separators hold them.
     fn skip_plain(&mut self) {
-        const ONES: u64 = u64::MAX / 255;
-        const HIGH: u64 = ONES << 7;
-        let special = |byte: u8| SPECIAL[usize::from(byte)];
-        while let Some(chunk) = self.bytes.get(self.at..self.at + 8) {
-            let Ok(chunk) = <[u8; 8]>::try_from(chunk) else { break };
-            let word = u64::from_le_bytes(chunk);
-            let control = word.wrapping_sub(ONES * 0x20) & !word;
-            let quote = word ^ (ONES * u64::from(b'"'));
-            let quote = quote.wrapping_sub(ONES) & !quote;
-            let backslash = word ^ (ONES * u64::from(b'\\'));
-            let backslash = backslash.wrapping_sub(ONES) & !backslash;
-            let found = (control | quote | backslash) & HIGH;
-            if found != 0 {
-                self.at += (found.trailing_zeros() / 8) as usize;
-                return;
-            }
-            self.at += 8;
-        }
-        while self.bytes.get(self.at).is_some_and(|&byte| !special(byte)) {
-            self.at += 1;
-        }
+        let rest = self.bytes.get(self.at..).unwrap_or_default();
+        let special = |word| below(word, 0x20) | equal_to(word, b'"') | equal_to(word, b'\\');
+        self.at += first_flagged(rest, special, |byte| SPECIAL[usize::from(byte)]);
     }
 
     /// One escape after its backslash, as serde_json's `ignore_escape`
