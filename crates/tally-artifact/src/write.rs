@@ -370,6 +370,8 @@ impl ArtifactWriter {
             name,
             sink: Some(sink),
             encoder: ArtifactEncoder::new(form),
+            // Room past the mark for the line that crosses it, so the
+            // buffer is not grown (and copied) for it.
             buffer: Vec::with_capacity(PASS_BYTES + (64 << 10)),
             records: 0,
         })
