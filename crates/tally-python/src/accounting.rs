@@ -9,7 +9,6 @@
 //! accounting, so results built in Rust are read, not rebuilt; the Python
 //! containers stormlog's dataclasses hold are made from them.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyAttributeError, PyTypeError, PyValueError};
@@ -124,7 +123,14 @@ macro_rules! dataclass_methods {
                 let fields: Vec<(&str, Bound<'_, PyAny>)> = Self::FIELDS.iter().copied().zip(values.iter()).collect();
                 crate::model::dataclass_repr($name, &fields)
             }
+
+            /// Pickled and copied as the class called with its fields.
+            fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, pyo3::types::PyType>, Bound<'py, PyTuple>)> {
+                Ok((slf.get_type(), slf.get().tuple(slf.py())?))
+            }
         }
+
+        crate::dataclass::frozen_protocol!($rust);
     };
 }
 
@@ -317,10 +323,12 @@ pub struct CorrelationGraph {
     activities: PyOnceLock<Py<PyAny>>,
     alignments: PyOnceLock<Py<PyAny>>,
     unresolved: PyOnceLock<Py<PyAny>>,
+    /// The `run_id` a graph built from its fields was given.
+    given_run_id: PyOnceLock<Py<PyAny>>,
 }
 
 impl CorrelationGraph {
-    fn new(data: Arc<GraphData>, objects: Vec<Option<Py<PyAny>>>) -> Self {
+    fn of(data: Arc<GraphData>, objects: Vec<Option<Py<PyAny>>>) -> Self {
         Self {
             data,
             objects,
@@ -331,6 +339,7 @@ impl CorrelationGraph {
             activities: PyOnceLock::new(),
             alignments: PyOnceLock::new(),
             unresolved: PyOnceLock::new(),
+            given_run_id: PyOnceLock::new(),
         }
     }
 
@@ -425,9 +434,62 @@ fn optional_reference(py: Python<'_>, value: Option<&CoreRef>) -> PyResult<Py<Py
 
 #[pymethods]
 impl CorrelationGraph {
+    /// A graph of the given tables, as stormlog's dataclass holds them (so
+    /// `dataclasses.replace(graph, ...)` works). The tables' events are
+    /// resolved again, since accounting reads tally's own graph of them:
+    /// tables whose events do not resolve together are a `ValueError`.
+    #[new]
+    #[pyo3(signature = (run_id, requests, iterations, stages, memberships, activities, alignments, unresolved))]
+    #[allow(clippy::too_many_arguments, reason = "stormlog's fields, in order")]
+    fn new(
+        py: Python<'_>,
+        run_id: Py<PyAny>,
+        requests: &Bound<'_, PyAny>,
+        iterations: &Bound<'_, PyAny>,
+        stages: &Bound<'_, PyAny>,
+        memberships: &Bound<'_, PyAny>,
+        activities: &Bound<'_, PyAny>,
+        alignments: &Bound<'_, PyAny>,
+        unresolved: &Bound<'_, PyAny>,
+    ) -> PyResult<Self> {
+        let events = pyo3::types::PyList::empty(py);
+        for table in [requests, iterations, stages, activities] {
+            for event in table.call_method0("values")?.try_iter()? {
+                events.append(event?)?;
+            }
+        }
+        for sequence in [memberships, alignments] {
+            for event in sequence.try_iter()? {
+                events.append(event?)?;
+            }
+        }
+        let (events, objects) = events_of(events.as_any())?;
+        let graph = OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
+            .map_err(invalid)?;
+        let graph = Self::of(Arc::new(GraphData::Events(graph)), objects);
+        let fields = [
+            (&graph.requests, requests),
+            (&graph.iterations, iterations),
+            (&graph.stages, stages),
+            (&graph.memberships, memberships),
+            (&graph.activities, activities),
+            (&graph.alignments, alignments),
+            (&graph.unresolved, unresolved),
+        ];
+        for (cell, value) in fields {
+            // Each cell is new, so each `set` succeeds.
+            let _ = cell.set(py, value.clone().unbind());
+        }
+        let _ = graph.given_run_id.set(py, run_id);
+        Ok(graph)
+    }
+
     /// The run all correlation events belong to; None when there were none.
     #[getter]
     fn run_id(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        if let Some(given) = self.given_run_id.get(py) {
+            return Ok(given.clone_ref(py));
+        }
         let run_id = match &*self.data {
             GraphData::Events(graph) => graph.borrow_dependent().run_id(),
             GraphData::Streamed(run) => run.run_id(),
@@ -721,7 +783,7 @@ pub fn resolve_inference_events(py: Python<'_>, records: &Bound<'_, PyAny>) -> P
             OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
         })
         .map_err(invalid)?;
-    Ok(CorrelationGraph::new(Arc::new(GraphData::Events(graph)), objects))
+    Ok(CorrelationGraph::of(Arc::new(GraphData::Events(graph)), objects))
 }
 
 /// Keep summed activity, interval union, and iteration elapsed separate.
@@ -880,20 +942,17 @@ pub fn account_paths(
     py: Python<'_>,
     paths: &Bound<'_, PyAny>,
 ) -> PyResult<(CorrelationGraph, RunAccounting)> {
-    // One path (`str` or `os.PathLike`), or an iterable of them.
-    let paths: Vec<PathBuf> = if paths.cast::<PyString>().is_ok() || paths.hasattr("__fspath__")? {
-        vec![paths.extract()?]
-    } else {
-        paths.try_iter()?.map(|path| path?.extract()).collect::<PyResult<_>>()?
-    };
+    let paths = crate::paths::one_or_many(paths)?;
     // A path that cannot be opened is Python's OSError of its errno
     // (FileNotFoundError, PermissionError), as `open` raises it.
     for path in &paths {
-        std::fs::File::open(path).map_err(PyErr::from)?;
+        crate::paths::open(path)?;
     }
     let run = py.detach(|| tally_ingest::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
     let accounting = RunAccounting::from_owned(py, owned)?;
-    Ok((CorrelationGraph::new(data, Vec::new()), accounting))
+    Ok((CorrelationGraph::of(data, Vec::new()), accounting))
 }
+
+crate::dataclass::frozen_protocol!(CorrelationGraph);

@@ -4,16 +4,16 @@
 
 use std::fs::File;
 use std::io::BufReader;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyList;
-use tally_artifact::{ArtifactEncoder, ArtifactError, ArtifactReader, ErrorKind, Form, Sniffed};
+use pyo3::types::{PyDict, PyList, PyString};
+use tally_artifact::{ArtifactError, ArtifactReader, ErrorKind, Form, Sniffed};
 use tally_core::InferenceRecord;
 
-use crate::convert::{map_to_python, to_python};
+use crate::convert::map_to_python;
 use crate::model::{Evidence, evidence, record_to_python};
 
 /// An artifact error as stormlog raises it: `ValueError("line N: reason")`
@@ -36,16 +36,12 @@ pub fn run_error(error: tally_ingest::RunError) -> PyErr {
     }
 }
 
-/// Opens a path as Python would (so a missing file is `FileNotFoundError`).
-fn open(path: &PathBuf) -> PyResult<File> {
-    File::open(path).map_err(PyErr::from)
-}
 
 type Reader = ArtifactReader<BufReader<Sniffed<File>>>;
 
-fn reader(path: &PathBuf) -> PyResult<Reader> {
-    let file = open(path)?;
-    let sniffed = tally_artifact::decompressed(file).map_err(PyErr::from)?;
+fn reader(path: &Path) -> PyResult<Reader> {
+    let file = crate::paths::open(path)?;
+    let sniffed = tally_artifact::decompressed(file).map_err(|error| crate::paths::os_error(&error, path))?;
     Ok(ArtifactReader::new(BufReader::with_capacity(1 << 16, sniffed), path.display().to_string()))
 }
 
@@ -56,11 +52,11 @@ fn reader(path: &PathBuf) -> PyResult<Reader> {
 /// batch decodes.
 fn stream_list<'py, T: Send>(
     py: Python<'py>,
-    path: &PathBuf,
+    path: &Path,
     prepare: impl Fn(InferenceRecord) -> T + Sync,
     make: impl Fn(Python<'_>, T) -> PyResult<Bound<'_, PyAny>> + Sync,
 ) -> PyResult<Bound<'py, PyList>> {
-    let file = open(path)?;
+    let file = crate::paths::open(path)?;
     let name = path.display().to_string();
     let list = PyList::empty(py).unbind();
     let _pause = crate::gc::Pause::new(py)?;
@@ -116,10 +112,16 @@ pub fn load_inference_artifact<'py>(py: Python<'py>, path: PathBuf) -> PyResult<
     )
 }
 
-/// Expanded record dicts (contexts restored, definitions consumed).
+/// Expanded record dicts (contexts restored, definitions consumed): each
+/// line's own dict, as stormlog's reader gives it.
 #[pyfunction]
 pub fn read_inference_records<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyList>> {
-    stream_list(py, &path, |record| record.to_record(), |py, map| Ok(map_to_python(py, &map)?.into_any()))
+    let mut lines = crate::records::LineDicts::open(&path)?;
+    let list = PyList::empty(py);
+    while let Some((_, _, row)) = lines.next(py)? {
+        list.append(row)?;
+    }
+    Ok(list)
 }
 
 /// What an iterator over an artifact yields.
@@ -129,11 +131,76 @@ enum Yield {
     Records,
 }
 
+/// Where an iterator's records come from.
+enum Source {
+    /// tally's reader (plain or gzip), each artifact with its own decoder.
+    Native(Box<Reader>),
+    /// Each line's own dict, context restored, read plain or gzip.
+    Lines(Box<crate::records::LineDicts>),
+    /// The lines of a file, each given to a caller's decoder as stormlog
+    /// gives them: `json.loads`, then `decode` or `decode_event`.
+    Decoder { lines: std::io::Lines<BufReader<File>>, decoder: Py<PyAny>, line: u64 },
+}
+
 /// `(line_number, record)` pairs of an artifact, read as they are asked for.
 #[pyclass(module = "tally.accounting", name = "InferenceRecordIterator")]
 pub struct RecordIterator {
-    reader: Option<Reader>,
+    source: Option<Source>,
     yields: Yield,
+}
+
+impl RecordIterator {
+    fn open(path: &Path, decoder: Option<&Bound<'_, PyAny>>, yields: Yield) -> PyResult<Self> {
+        let source = match decoder {
+            Some(decoder) if !decoder.is_none() => {
+                use std::io::BufRead as _;
+                let lines = BufReader::new(crate::paths::open(path)?).lines();
+                Source::Decoder { lines, decoder: decoder.clone().unbind(), line: 0 }
+            }
+            _ => match yields {
+                Yield::Events => Source::Native(Box::new(reader(path)?)),
+                Yield::Records => Source::Lines(Box::new(crate::records::LineDicts::open(path)?)),
+            },
+        };
+        Ok(Self { source: Some(source), yields })
+    }
+
+    /// The next line's value through the caller's decoder; a line that
+    /// fails is `ValueError("line N: reason")`, as stormlog words it.
+    fn next_decoded<'py>(
+        py: Python<'py>,
+        lines: &mut std::io::Lines<BufReader<File>>,
+        decoder: &Py<PyAny>,
+        line: &mut u64,
+        yields: Yield,
+    ) -> PyResult<Option<(u64, Bound<'py, PyAny>)>> {
+        let method = match yields {
+            Yield::Events => "decode_event",
+            Yield::Records => "decode",
+        };
+        let loads = py.import("json")?.getattr("loads")?;
+        for text in lines.by_ref() {
+            *line += 1;
+            let text = text.map_err(|error| PyValueError::new_err(format!("line {line}: {error}")))?;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let decoded = loads.call1((text,)).and_then(|value| decoder.bind(py).call_method1(method, (value,)));
+            match decoded {
+                Ok(value) if value.is_none() => continue,
+                Ok(value) => return Ok(Some((*line, value))),
+                Err(error)
+                    if error.is_instance_of::<PyTypeError>(py) || error.is_instance_of::<PyValueError>(py) =>
+                {
+                    let wrapped = PyValueError::new_err(format!("line {line}: {}", error.value(py)));
+                    wrapped.set_cause(py, Some(error));
+                    return Err(wrapped);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(None)
+    }
 }
 
 #[pymethods]
@@ -143,52 +210,47 @@ impl RecordIterator {
     }
 
     fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(u64, Bound<'py, PyAny>)>> {
-        let Some(reader) = self.reader.as_mut() else {
-            return Ok(None);
+        let yields = self.yields;
+        let next = match self.source.as_mut() {
+            None => return Ok(None),
+            Some(Source::Decoder { lines, decoder, line }) => Self::next_decoded(py, lines, decoder, line, yields),
+            Some(Source::Lines(lines)) => {
+                lines.next(py).map(|next| next.map(|(line, _, row)| (line, row.into_any())))
+            }
+            Some(Source::Native(reader)) => match reader.next() {
+                None => Ok(None),
+                Some(Err(error)) => Err(artifact_error(&error)),
+                Some(Ok((line, record))) => {
+                    let value = match yields {
+                        Yield::Events => record_to_python(py, record)?,
+                        Yield::Records => map_to_python(py, &record.to_record())?.into_any(),
+                    };
+                    Ok(Some((line, value)))
+                }
+            },
         };
-        match reader.next() {
-            None => {
-                self.reader = None;
-                Ok(None)
-            }
-            Some(Err(error)) => {
-                self.reader = None;
-                Err(artifact_error(&error))
-            }
-            Some(Ok((line, record))) => {
-                let value = match self.yields {
-                    Yield::Events => record_to_python(py, record)?,
-                    Yield::Records => map_to_python(py, &record.to_record())?.into_any(),
-                };
-                Ok(Some((line, value)))
-            }
+        if !matches!(next, Ok(Some(_))) {
+            self.source = None;
         }
+        next
     }
 }
 
-fn no_decoder(decoder: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-    match decoder {
-        Some(decoder) if !decoder.is_none() => {
-            Err(PyTypeError::new_err("tally reads each artifact with its own decoder; pass decoder=None"))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Typed events, each parsed once, with physical line numbers.
+/// Typed events, each parsed once, with physical line numbers. With a
+/// `decoder`, each line goes through it (so definitions it has read
+/// before are known); without, the artifact is read plain or gzip.
 #[pyfunction]
 #[pyo3(signature = (path, decoder=None))]
 pub fn iter_inference_events(path: PathBuf, decoder: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIterator> {
-    no_decoder(decoder)?;
-    Ok(RecordIterator { reader: Some(reader(&path)?), yields: Yield::Events })
+    RecordIterator::open(&path, decoder, Yield::Events)
 }
 
-/// Expanded record dicts, definitions consumed, with physical line numbers.
+/// Expanded record dicts, definitions consumed, with physical line
+/// numbers; a `decoder` is used as `iter_inference_events` uses it.
 #[pyfunction]
 #[pyo3(signature = (path, decoder=None))]
 pub fn iter_inference_records(path: PathBuf, decoder: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIterator> {
-    no_decoder(decoder)?;
-    Ok(RecordIterator { reader: Some(reader(&path)?), yields: Yield::Records })
+    RecordIterator::open(&path, decoder, Yield::Records)
 }
 
 /// The records of Python objects: tally's, dicts, or objects with
@@ -231,6 +293,7 @@ pub fn write_inference_artifact(
     compact: bool,
 ) -> PyResult<()> {
     let records = records_of(records)?;
+    crate::paths::check_writable(&path)?;
     py.detach(|| tally_artifact::write_artifact(&path, &records, form(compact))).map_err(|error| match error
         .kind()
     {
@@ -239,51 +302,237 @@ pub fn write_inference_artifact(
     })
 }
 
-/// Turns embedded records into the rows of an artifact: in compact form a
-/// context's `infer.context` definition comes before its first event
-/// (stormlog's `CorrelationRecordEncoder`).
+/// `context_id` as stormlog checks it: a non-empty string.
+fn context_identity(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    match value.cast::<PyString>() {
+        Ok(text) if !text.to_str()?.is_empty() => Ok(text.to_str()?.to_owned()),
+        _ => Err(PyValueError::new_err("context_id must be a non-empty string")),
+    }
+}
+
+/// A definition row's `context` as stormlog reads it: an object whose
+/// members are `CorrelationContext`'s keyword arguments.
+pub fn context_of<'py>(payload: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = payload.py();
+    let Ok(members) = payload.cast::<PyDict>() else {
+        return Err(PyValueError::new_err("context must be an object"));
+    };
+    py.get_type::<crate::model::PyContext>().call((), Some(members))
+}
+
+fn conflicting(identity: &str) -> PyErr {
+    PyValueError::new_err(format!("conflicting context definition: {identity}"))
+}
+
+/// Validated immutable contexts, with the first ID retained for aliases
+/// (stormlog's `ContextRegistry`): the contexts a decoder has read and an
+/// encoder has written, by `context_id`.
+#[pyclass(frozen, module = "tally.accounting", name = "ContextRegistry")]
+pub struct ContextRegistry {
+    /// `{context_id: context}`.
+    contexts: Py<PyDict>,
+    /// `{context: first context_id}`.
+    ids: Py<PyDict>,
+}
+
+impl ContextRegistry {
+    fn empty(py: Python<'_>) -> Self {
+        Self { contexts: PyDict::new(py).unbind(), ids: PyDict::new(py).unbind() }
+    }
+}
+
+#[pymethods]
+impl ContextRegistry {
+    #[new]
+    pub fn new(py: Python<'_>) -> Self {
+        Self::empty(py)
+    }
+
+    /// Records `context` under `identity`; an ID already naming another
+    /// context is a `ValueError`.
+    pub fn register(&self, identity: &Bound<'_, PyAny>, context: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = identity.py();
+        context_identity(identity)?;
+        let contexts = self.contexts.bind(py);
+        if let Some(previous) = contexts.get_item(identity)?
+            && !previous.eq(context)?
+        {
+            return Err(conflicting(&identity.str()?.to_string()));
+        }
+        contexts.set_item(identity, context)?;
+        let ids = self.ids.bind(py);
+        if !ids.contains(context)? {
+            ids.set_item(context, identity)?;
+        }
+        Ok(())
+    }
+
+    /// The context registered under `identity`.
+    pub fn lookup<'py>(&self, identity: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        match self.contexts.bind(identity.py()).get_item(identity) {
+            Ok(Some(context)) => Ok(context),
+            _ => Err(PyValueError::new_err(format!("unknown context_id: {}", identity.str()?))),
+        }
+    }
+
+    /// The first ID `context` was registered under, or None.
+    fn identity<'py>(&self, context: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        let py = context.py();
+        Ok(self.ids.bind(py).get_item(context)?.unwrap_or_else(|| py.None().into_bound(py)))
+    }
+
+    /// Raises what `register` would for a conflicting definition, and
+    /// registers nothing.
+    fn check(&self, identity: &Bound<'_, PyAny>, context: &Bound<'_, PyAny>) -> PyResult<()> {
+        if let Some(previous) = self.contexts.bind(identity.py()).get_item(identity)?
+            && !previous.eq(context)?
+        {
+            return Err(conflicting(&identity.str()?.to_string()));
+        }
+        Ok(())
+    }
+
+    /// An independent registry with the same entries.
+    fn copy(&self, py: Python<'_>) -> PyResult<Self> {
+        Ok(Self { contexts: self.contexts.bind(py).copy()?.unbind(), ids: self.ids.bind(py).copy()?.unbind() })
+    }
+}
+
+/// `record.get(key) == value`, with Python's equality (so `4.0 == 4`).
+fn member_is(record: &Bound<'_, PyDict>, key: &str, value: impl for<'py> IntoPyObject<'py>) -> PyResult<bool> {
+    match record.get_item(key)? {
+        Some(member) => member.eq(value),
+        None => Ok(false),
+    }
+}
+
+/// A row of the v4 transport (a definition, or a reference by ID).
+fn is_transport(record: &Bound<'_, PyDict>) -> PyResult<bool> {
+    Ok(member_is(record, "event_type", "infer.context")?
+        || record.contains("context_id")?
+        || member_is(record, "schema_version", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?)
+}
+
+/// A known correlation type past v1; everything else is written as given.
+fn carries_context(record: &Bound<'_, PyDict>) -> PyResult<bool> {
+    let legacy = match record.get_item("schema_version")? {
+        None => true,
+        Some(version) => version.cast::<pyo3::types::PyInt>().is_ok()
+            && version.cast::<pyo3::types::PyBool>().is_err()
+            && version.eq(1)?,
+    };
+    let typed = match record.get_item("event_type")? {
+        Some(event_type) => crate::model::is_correlation_event_type(&event_type),
+        None => false,
+    };
+    Ok(typed && !legacy)
+}
+
+/// An activity naming `intervals` with no value; v4 cannot express it.
+fn null_intervals(record: &Bound<'_, PyDict>) -> PyResult<bool> {
+    if !member_is(record, "event_type", "infer.activity_ref")? {
+        return Ok(false);
+    }
+    Ok(match record.get_item("metadata")? {
+        Some(metadata) => match metadata.cast::<PyDict>() {
+            Ok(metadata) => metadata.get_item("intervals")?.is_some_and(|value| value.is_none()),
+            Err(_) => false,
+        },
+        None => false,
+    })
+}
+
+/// Turns embedded records into the rows of an artifact: a context's
+/// `infer.context` definition comes before its first event, and events
+/// refer to it by `context_id` (stormlog's `CorrelationRecordEncoder`).
+/// `prepare` stages a record's rows without registering anything;
+/// `commit` registers the definitions once the rows are written.
 #[pyclass(module = "tally.accounting", name = "CorrelationRecordEncoder")]
 pub struct CorrelationRecordEncoder {
-    encoder: ArtifactEncoder,
+    registry: Py<ContextRegistry>,
+    compact: bool,
 }
 
 #[pymethods]
 impl CorrelationRecordEncoder {
+    /// `registry` is copied, as stormlog copies it. `compact=False`
+    /// (tally's addition) writes every record embedded, as given.
     #[new]
-    #[pyo3(signature = (*, compact=true))]
-    fn new(compact: bool) -> Self {
-        Self { encoder: ArtifactEncoder::new(form(compact)) }
+    #[pyo3(signature = (registry=None, *, compact=true))]
+    fn new(py: Python<'_>, registry: Option<&Bound<'_, ContextRegistry>>, compact: bool) -> PyResult<Self> {
+        let registry = match registry {
+            Some(registry) => registry.get().copy(py)?,
+            None => ContextRegistry::empty(py),
+        };
+        Ok(Self { registry: Py::new(py, registry)?, compact })
     }
 
-    /// The rows of one record, as dicts: its context's definition first
-    /// when it is new.
-    fn encode<'py>(&mut self, py: Python<'py>, record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
-        let out = self.lines(record)?;
-        let rows = PyList::empty(py);
-        for line in out.split(|byte| *byte == b'\n').filter(|line| !line.is_empty()) {
-            let value: serde_json::Value =
-                serde_json::from_slice(line).map_err(|error| PyValueError::new_err(error.to_string()))?;
-            rows.append(to_python(py, &value)?)?;
+    /// The contexts committed so far.
+    #[getter]
+    fn registry(&self, py: Python<'_>) -> Py<ContextRegistry> {
+        self.registry.clone_ref(py)
+    }
+
+    /// The rows of one record, its context's definition first when the
+    /// registry does not know the context; registers nothing.
+    fn prepare<'py>(&self, record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let py = record.py();
+        let given = py.get_type::<PyDict>().call1((record,))?.cast_into::<PyDict>()?;
+        if is_transport(&given)? {
+            return Err(PyValueError::new_err("writer accepts embedded semantic records only"));
         }
+        if !self.compact || !carries_context(&given)? {
+            return PyList::new(py, [given]);
+        }
+        let event = crate::model::parse_inference_record(given.as_any())?;
+        let Ok(event) = event.cast::<crate::model::PyEvent>() else {
+            return PyList::new(py, [given]);
+        };
+        if null_intervals(&given)? {
+            return PyList::new(py, [given]);
+        }
+        let context = event.getattr("context")?;
+        let registry = self.registry.bind(py).get();
+        let rows = PyList::empty(py);
+        let mut identity = registry.identity(&context)?;
+        if identity.is_none() {
+            let inner = crate::model::PyContext::extract(&context)?;
+            identity = PyString::new(py, &tally_artifact::context_id(&inner)).into_any();
+            registry.check(&identity, &context)?;
+            let definition = PyDict::new(py);
+            definition.set_item("schema_version", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;
+            definition.set_item("event_type", "infer.context")?;
+            definition.set_item("context_id", &identity)?;
+            definition.set_item("context", py.import("dataclasses")?.getattr("asdict")?.call1((&context,))?)?;
+            rows.append(definition)?;
+        }
+        let compact = given;
+        compact.del_item("context")?;
+        compact.set_item("schema_version", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;
+        compact.set_item("context_id", identity)?;
+        rows.append(compact)?;
         Ok(rows)
     }
 
-    /// The lines of one record as text, each ending in a newline.
-    fn encode_lines(&mut self, record: &Bound<'_, PyAny>) -> PyResult<String> {
-        String::from_utf8(self.lines(record)?).map_err(|error| PyValueError::new_err(error.to_string()))
-    }
-}
-
-impl CorrelationRecordEncoder {
-    /// The artifact lines of one record given as any accepted object.
-    fn lines(&mut self, record: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-        let list = PyList::new(record.py(), [record])?;
-        let mut out = Vec::new();
-        for record in &records_of(list.as_any())? {
-            self.encoder
-                .encode(record, &mut out)
-                .map_err(|error| PyValueError::new_err(error.to_string()))?;
+    /// Registers the definitions among `rows` (after they were written).
+    fn commit(&self, rows: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = rows.py();
+        let registry = self.registry.bind(py).get();
+        for row in rows.try_iter()? {
+            let row = row?;
+            if row.call_method1("get", ("event_type",))?.eq("infer.context")? {
+                let identity = row.get_item("context_id")?;
+                context_identity(&identity)?;
+                registry.register(&identity, &context_of(&row.get_item("context")?)?)?;
+            }
         }
-        Ok(out)
+        Ok(())
+    }
+
+    /// `prepare` and `commit` at once, for rows used in memory.
+    fn encode<'py>(&self, record: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyList>> {
+        let rows = self.prepare(record)?;
+        self.commit(rows.as_any())?;
+        Ok(rows)
     }
 }

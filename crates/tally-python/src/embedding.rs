@@ -335,7 +335,22 @@ fn with_footprint<'py>(
     };
     persisted.raise_escaped()?;
     match outcome.map_err(embedding_error)? {
-        Some(like) => like_object(py, &like),
+        // vertebrae returns `dataclasses.replace(profile, embedding=...,
+        // warnings=...)`: every other field of the result is the very object
+        // the given profile holds (callers compare `a.inference is
+        // b.inference`), so only the two computed fields are taken from
+        // tally's result.
+        Some(like) => {
+            let computed = like_object(py, &like)?;
+            if !profile.get_type().is(computed.get_type()) {
+                // vertebrae's own instance: tally's class comes back whole.
+                return Ok(computed);
+            }
+            let changes = PyDict::new(py);
+            changes.set_item("embedding", computed.getattr("embedding")?)?;
+            changes.set_item("warnings", computed.getattr("warnings")?)?;
+            py.import("dataclasses")?.getattr("replace")?.call((profile,), Some(&changes))
+        }
         // A profile was given, so one comes back.
         None => Ok(py.None().into_bound(py)),
     }

@@ -13,11 +13,14 @@ mod accounting;
 mod adapters;
 mod codec;
 mod convert;
+mod dataclass;
 mod decode;
 mod embedding;
 mod gc;
 mod model;
+mod paths;
 mod profiling;
+mod records;
 mod trace;
 
 use pyo3::prelude::*;
@@ -56,6 +59,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(write_inference_artifact, module)?)?;
     module.add_class::<RecordIterator>()?;
     module.add_class::<CorrelationRecordEncoder>()?;
+    module.add_class::<ContextRegistry>()?;
     module.add_class::<decode::CorrelationRecordDecoder>()?;
     module.add_function(wrap_pyfunction!(decode::expand_inference_records, module)?)?;
 
@@ -93,5 +97,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add("CORRELATION_SCHEMA_VERSION", tally_core::CORRELATION_SCHEMA_VERSION)?;
     module.add("ACTIVITY_INTERVALS_SCHEMA_VERSION", tally_core::ACTIVITY_INTERVALS_SCHEMA_VERSION)?;
     module.add("CONTEXT_REFERENCE_SCHEMA_VERSION", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;
+    module.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    dataclass::install(module)?;
     Ok(())
 }

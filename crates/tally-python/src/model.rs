@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use serde_json::{Map, Value};
 use tally_core::{
@@ -324,6 +325,34 @@ pub fn _context_from_dict(values: &Bound<'_, PyDict>) -> PyResult<PyContext> {
 #[pyclass(frozen, subclass, module = "tally.accounting", name = "CorrelationEvent")]
 pub struct PyEvent {
     pub inner: Arc<CoreEvent>,
+    /// The object handed out for each field, by name: those the event was
+    /// built with, else made on first access. stormlog's events hold
+    /// objects, so `event.context is event.context`, and
+    /// `replace(event, metadata=m)` keeps `event`'s context and references.
+    objects: PyOnceLock<Py<PyDict>>,
+}
+
+impl PyEvent {
+    /// An event whose field objects are made when first asked for.
+    pub fn new(inner: Arc<CoreEvent>) -> Self {
+        Self { inner, objects: PyOnceLock::new() }
+    }
+
+    /// The object of field `name`: the one handed out before, else `make`'s.
+    fn field_object<'py>(
+        &self,
+        py: Python<'py>,
+        name: &str,
+        make: impl FnOnce() -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let objects = self.objects.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
+        if let Some(object) = objects.get_item(name)? {
+            return Ok(object);
+        }
+        let object = make()?;
+        objects.set_item(name, &object)?;
+        Ok(object)
+    }
 }
 
 /// One value of an event field, borrowed from the event.
@@ -517,11 +546,7 @@ fn fields_of(event_type: EventType) -> &'static EventFields {
 /// Builds an event from a dataclass-style keyword call: the record
 /// stormlog's `to_record()` would give for those values, parsed by
 /// tally-core with the context object's value.
-fn construct(
-    py: Python<'_>,
-    event_type: EventType,
-    kwargs: Option<&Bound<'_, PyDict>>,
-) -> PyResult<Arc<CoreEvent>> {
+fn construct(py: Python<'_>, event_type: EventType, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyEvent> {
     let fields = fields_of(event_type);
     let class = fields.class;
     let empty = PyDict::new(py);
@@ -593,18 +618,32 @@ fn construct(
         map.remove("context");
         Ok(context)
     };
-    match tally_core::parse_record_map(record, context_of).map_err(|error| rejected(&error, &unhashable))? {
-        InferenceRecord::Event(event) => Ok(Arc::new(event)),
-        InferenceRecord::Legacy(_) => Err(PyValueError::new_err("event_type must name an inference event")),
+    let event = match tally_core::parse_record_map(record, context_of).map_err(|error| rejected(&error, &unhashable))? {
+        InferenceRecord::Event(event) => PyEvent::new(Arc::new(event)),
+        InferenceRecord::Legacy(_) => return Err(PyValueError::new_err("event_type must name an inference event")),
+    };
+    // The objects given are the fields' objects, as in stormlog's
+    // dataclass; a reference given as another library's object is handed
+    // out as tally's.
+    let objects = PyDict::new(py);
+    for (key, value) in kwargs.iter() {
+        let reference = fields.references.contains(&key.str()?.to_str()?);
+        if !reference || value.is_none() || value.cast::<PyEntityRef>().is_ok() {
+            objects.set_item(key, value)?;
+        }
     }
+    let _ = event.objects.set(py, objects.unbind());
+    Ok(event)
 }
 
 #[pymethods]
 impl PyEvent {
     /// The capture context.
     #[getter]
-    fn context(&self) -> PyContext {
-        PyContext { inner: Arc::clone(self.inner.context_arc()) }
+    fn context<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field_object(py, "context", || {
+            Ok(Bound::new(py, PyContext { inner: Arc::clone(self.inner.context_arc()) })?.into_any())
+        })
     }
 
     /// The event's ID, unique per (session, producer).
@@ -613,10 +652,11 @@ impl PyEvent {
         self.inner.event_id()
     }
 
-    /// Free-form metadata (a new dict on each access: the event is immutable).
+    /// Free-form metadata. Made once per event; editing it in place does
+    /// not change the event's record (tally's events hold their values).
     #[getter]
-    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        map_to_python(py, self.inner.metadata().as_map())
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field_object(py, "metadata", || Ok(map_to_python(py, self.inner.metadata().as_map())?.into_any()))
     }
 
     /// 3 for an activity whose metadata names `intervals`, else 2.
@@ -680,10 +720,12 @@ impl PyEvent {
 
 /// A field getter of an event subclass.
 fn get_field<'py>(event: &Bound<'py, PyEvent>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-    match field(&event.get().inner, name) {
-        Some(value) => value.to_python(event.py()),
+    let py = event.py();
+    let event = event.get();
+    event.field_object(py, name, || match field(&event.inner, name) {
+        Some(value) => value.to_python(py),
         None => Err(pyo3::exceptions::PyAttributeError::new_err(name.to_owned())),
-    }
+    })
 }
 
 macro_rules! event_class {
@@ -701,8 +743,7 @@ macro_rules! event_class {
             #[new]
             #[pyo3(signature = (**kwargs))]
             fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
-                let inner = construct(py, $event_type, kwargs)?;
-                Ok(PyClassInitializer::from(PyEvent { inner }).add_subclass($rust))
+                Ok(PyClassInitializer::from(construct(py, $event_type, kwargs)?).add_subclass($rust))
             }
 
             $(
@@ -871,7 +912,7 @@ pub fn record_to_python(py: Python<'_>, record: InferenceRecord) -> PyResult<Bou
 /// The Python object of the event's class for one event.
 pub fn event_to_python(py: Python<'_>, event: Arc<CoreEvent>) -> PyResult<Bound<'_, PyAny>> {
     let event_type = event.event_type();
-    let base = PyClassInitializer::from(PyEvent { inner: event });
+    let base = PyClassInitializer::from(PyEvent::new(event));
     Ok(match event_type {
         EventType::Artifact => Bound::new(py, base.add_subclass(ArtifactIdentityEvent))?.into_any(),
         EventType::Request => Bound::new(py, base.add_subclass(RequestEvent))?.into_any(),
@@ -962,3 +1003,8 @@ pub fn activity_busy_intervals<'py>(activity: &Bound<'py, PyAny>) -> PyResult<Bo
         }
     }
 }
+
+crate::dataclass::frozen_protocol!(PyEntityRef);
+crate::dataclass::frozen_protocol!(PyContext);
+crate::dataclass::frozen_protocol!(PyEvent);
+crate::dataclass::frozen_protocol!(PyLegacy);

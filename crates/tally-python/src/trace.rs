@@ -1,11 +1,9 @@
 //! `tally.trace`: profiler traces imported into correlation records, as
 //! `tally import` imports them (tally-trace).
 
-use std::path::PathBuf;
-
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::PyList;
 use tally_core::InferenceRecord;
 
 use crate::model::record_to_python;
@@ -21,11 +19,10 @@ pub fn import_trace<'py>(
     path: &Bound<'py, PyAny>,
     run_id: Option<String>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let paths: Vec<PathBuf> = if path.cast::<PyString>().is_ok() || !path.hasattr("__iter__")? {
-        vec![path.extract()?]
-    } else {
-        path.try_iter()?.map(|item| item?.extract()).collect::<PyResult<_>>()?
-    };
+    let paths = crate::paths::one_or_many(path)?;
+    for path in &paths {
+        crate::paths::open(path)?;
+    }
     let events = py.detach(|| -> Result<Vec<InferenceRecord>, PyErr> {
         let inputs = paths
             .iter()

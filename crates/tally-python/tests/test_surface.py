@@ -5,6 +5,7 @@ name has a docstring, and the type stubs name exactly what the native
 module defines."""
 
 import ast
+import dataclasses
 import importlib
 import inspect
 import pathlib
@@ -21,9 +22,8 @@ STORMLOG_MODULES = [
     "stormlog.infer.correlation_accounting",
 ]
 
-# docs/PARITY.md: stormlog's context registry is an implementation detail of
-# its decoder and encoder; tally's decoder keeps its own.
-OMITTED = {"ContextRegistry"}
+# docs/PARITY.md: names stormlog exports that tally does not offer (none).
+OMITTED: set[str] = set()
 
 STUB = pathlib.Path(tally.__file__).with_name("_native.pyi")
 
@@ -46,7 +46,6 @@ def test_the_omissions_are_exactly_the_documented_ones():
     assert OMITTED <= set(stormlog_names())
     for name in OMITTED:
         assert not hasattr(accounting, name), f"{name} is offered now: drop it from OMITTED and docs/PARITY.md"
-    assert "ContextRegistry" in pathlib.Path(__file__).parents[3].joinpath("docs/PARITY.md").read_text()
 
 
 def stormlog_functions():
@@ -99,7 +98,7 @@ def stub_names():
             names.add(node.target.id)
         elif isinstance(node, ast.Assign):
             names.update(target.id for target in node.targets if isinstance(target, ast.Name))
-    return names - {"_Path", "InferenceRecord"}
+    return {name for name in names if not name.startswith("_")} - {"InferenceRecord"}
 
 
 def test_the_stubs_name_what_the_module_defines():
@@ -170,3 +169,126 @@ def test_profiling_classes_live_in_tally_profiling():
         value = getattr(profiling, name)
         if inspect.isclass(value):
             assert value.__module__ == "tally.profiling", (name, value.__module__)
+
+
+# --------------------------------------------------------------------------
+# Every public member of every public class, walked live.
+#
+# The names above are the modules'; a user's code also calls the classes'
+# methods and reads their properties and attributes. The walk below takes
+# every public class of stormlog's three modules and of vertebrae.profiling,
+# and every public member of each (methods with their parameters and
+# defaults, properties, class attributes), and requires tally's class to
+# have it alike. What differs on purpose is docs/PARITY.md's "Surface
+# differences" table, each row with its reason; a row that no longer
+# differs fails too, so the table stays true.
+
+PARITY = pathlib.Path(__file__).parents[3] / "docs" / "PARITY.md"
+
+
+def surface_differences() -> set[str]:
+    text = PARITY.read_text()
+    section = text.split("### Surface differences", 1)[1].split("\n#", 1)[0]
+    rows = set()
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            rows.add(line.split("`", 2)[1])
+    return rows
+
+
+def peer_classes():
+    found = []
+    for module_name in STORMLOG_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            if inspect.isclass(value):
+                found.append(("tally.accounting", name, value))
+    vertebrae = importlib.import_module("vertebrae.profiling")
+    for name, value in sorted(vars(vertebrae).items()):
+        if inspect.isclass(value) and value.__module__ == vertebrae.__name__ and not name.startswith("_"):
+            found.append(("tally.profiling", name, value))
+    return found
+
+
+def public_members(cls) -> dict[str, object]:
+    """Public members a user reaches on the class, from the class's own MRO
+    below ``object`` (inherited ones included, as a user sees them)."""
+    members = {}
+    for klass in reversed(cls.__mro__[:-1]):
+        for name, value in vars(klass).items():
+            if not name.startswith("_"):
+                members[name] = value
+    if dataclasses.is_dataclass(cls):
+        for field in dataclasses.fields(cls):
+            members.pop(field.name, None)
+    return members
+
+
+def parameters(callable_) -> list[tuple] | None:
+    try:
+        signature = inspect.signature(callable_)
+    except (TypeError, ValueError):
+        return None
+    shape = []
+    for parameter in signature.parameters.values():
+        default = parameter.default
+        if default is not inspect.Parameter.empty and not isinstance(default, (int, float, str, bool, type(None))):
+            default = type(default).__name__
+        shape.append((parameter.name, parameter.kind, default))
+    return shape
+
+
+def member_kind(value) -> str:
+    if isinstance(value, (staticmethod, classmethod)):
+        return "method"
+    if isinstance(value, property) or inspect.isgetsetdescriptor(value) or inspect.ismemberdescriptor(value):
+        return "property"
+    if callable(value):
+        return "method"
+    return "attribute"
+
+
+def surface_mismatches() -> list[str]:
+    mismatches = []
+    for module_name, name, peer in peer_classes():
+        ours = getattr(importlib.import_module(module_name), name, None)
+        if ours is None:
+            continue  # the module-level tests above name it
+        if issubclass(peer, BaseException):
+            peer_bases = [base.__name__ for base in peer.__mro__]
+            our_bases = [base.__name__ for base in ours.__mro__]
+            if peer_bases != our_bases:
+                mismatches.append(f"{name}.__mro__")
+        theirs = public_members(peer)
+        mine = {member: getattr(ours, member) for member in dir(ours) if not member.startswith("_")}
+        for member, value in theirs.items():
+            key = f"{name}.{member}"
+            if member not in mine:
+                mismatches.append(key)
+                continue
+            peer_kind = member_kind(value)
+            our_value = inspect.getattr_static(ours, member, mine[member])
+            if peer_kind != member_kind(our_value):
+                mismatches.append(key)
+            elif peer_kind == "method":
+                peer_callable = getattr(peer, member)
+                if parameters(peer_callable) != parameters(mine[member]):
+                    mismatches.append(key)
+            elif peer_kind == "attribute" and value != mine[member]:
+                mismatches.append(key)
+        if dataclasses.is_dataclass(peer) and not dataclasses.is_dataclass(ours):
+            mismatches.append(f"{name}.__dataclass_fields__")
+        peer_init = parameters(peer) if not dataclasses.is_dataclass(peer) else None
+        if peer_init is not None and parameters(ours) is not None and peer_init != parameters(ours):
+            mismatches.append(f"{name}.__init__")
+    return mismatches
+
+
+def test_every_public_member_of_every_class_is_offered_alike():
+    differences = surface_differences()
+    mismatches = set(surface_mismatches())
+    unexplained = sorted(mismatches - differences)
+    stale = sorted(differences - mismatches)
+    assert not unexplained, f"differ from the peers and are not in docs/PARITY.md's table: {unexplained}"
+    assert not stale, f"docs/PARITY.md's surface table lists what no longer differs: {stale}"

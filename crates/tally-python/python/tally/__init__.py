@@ -9,5 +9,6 @@ records.
 """
 
 from . import accounting, profiling, trace
+from ._native import __version__
 
-__all__ = ["accounting", "profiling", "trace"]
+__all__ = ["__version__", "accounting", "profiling", "trace"]

@@ -15,6 +15,8 @@ _Path = str | PathLike[str]
 CORRELATION_SCHEMA_VERSION: int
 ACTIVITY_INTERVALS_SCHEMA_VERSION: int
 CONTEXT_REFERENCE_SCHEMA_VERSION: int
+#: The package's version: the Rust crates' version.
+__version__: str
 
 @final
 class EntityRef:
@@ -387,28 +389,48 @@ class InferenceRecordIterator(Iterator[tuple[int, Any]]):
     def __iter__(self) -> InferenceRecordIterator: ...
     def __next__(self) -> tuple[int, Any]: ...
 
-def iter_inference_events(path: _Path, decoder: None = None) -> Iterator[tuple[int, InferenceRecord]]:
+def iter_inference_events(
+    path: _Path, decoder: CorrelationRecordDecoder | None = None
+) -> Iterator[tuple[int, InferenceRecord]]:
     """Typed events, each parsed once, with physical line numbers."""
 
-def iter_inference_records(path: _Path, decoder: None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Expanded record dicts, definitions consumed, with physical line numbers."""
+def iter_inference_records(
+    path: _Path, decoder: CorrelationRecordDecoder | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Expanded record dicts (each line's own), definitions consumed, with physical line numbers."""
 
 def write_inference_artifact(path: _Path, records: Iterable[Any], *, compact: bool = True) -> None:
     """Write records as stormlog writes them, compact (v4) or embedded (v2/v3), atomically."""
 
 @final
+class ContextRegistry:
+    """Validated immutable contexts, with the first ID retained for aliases."""
+
+    def __init__(self) -> None: ...
+    def register(self, identity: str, context: CorrelationContext) -> None: ...
+    def lookup(self, identity: str) -> CorrelationContext: ...
+    def identity(self, context: CorrelationContext) -> str | None: ...
+    def check(self, identity: str, context: CorrelationContext) -> None: ...
+    def copy(self) -> ContextRegistry: ...
+
+@final
 class CorrelationRecordEncoder:
     """Turns embedded records into artifact rows; a new context's definition comes first."""
 
-    def __init__(self, *, compact: bool = True) -> None: ...
-    def encode(self, record: Any) -> list[dict[str, Any]]: ...
-    def encode_lines(self, record: Any) -> str: ...
+    def __init__(self, registry: ContextRegistry | None = None, *, compact: bool = True) -> None: ...
+    @property
+    def registry(self) -> ContextRegistry: ...
+    def prepare(self, record: Mapping[str, Any]) -> list[dict[str, Any]]: ...
+    def commit(self, rows: Iterable[Mapping[str, Any]]) -> None: ...
+    def encode(self, record: Mapping[str, Any]) -> list[dict[str, Any]]: ...
 
 @final
 class CorrelationRecordDecoder:
     """Consumes v4 definitions before the references that name them, one row at a time."""
 
     def __init__(self) -> None: ...
+    @property
+    def registry(self) -> ContextRegistry: ...
     def decode(self, record: Mapping[str, Any]) -> dict[str, Any] | None: ...
     def decode_event(self, record: Mapping[str, Any]) -> InferenceRecord | None: ...
 
@@ -427,6 +449,18 @@ class UnresolvedReference:
 @final
 class CorrelationGraph:
     """The resolved evidence of one run."""
+
+    def __init__(
+        self,
+        run_id: str | None,
+        requests: dict[tuple[EntityRef, EntityRef | None], RequestEvent],
+        iterations: dict[EntityRef, IterationEvent],
+        stages: dict[EntityRef, StageEvent],
+        memberships: tuple[MembershipEvent, ...],
+        activities: dict[EntityRef, ActivityReferenceEvent],
+        alignments: tuple[ClockAlignmentEvent, ...],
+        unresolved: tuple[UnresolvedReference, ...],
+    ) -> None: ...
 
     @property
     def run_id(self) -> str | None: ...

@@ -1,0 +1,353 @@
+//! stormlog's frozen-dataclass protocol for `tally.accounting`'s native
+//! classes.
+//!
+//! stormlog's classes are `@dataclass(frozen=True)` (the events also
+//! `kw_only=True`), and its users treat them as such:
+//! `dataclasses.replace`, `asdict`, `astuple`, `fields`, `is_dataclass`,
+//! `copy.replace` (3.13), `FrozenInstanceError` on assignment. The
+//! `dataclasses` functions ask only for `__dataclass_fields__` (the
+//! `Field` objects) and, for `replace`, a constructor taking every field
+//! by keyword, which each class has. So each native class gets the
+//! `Field` objects, `__dataclass_params__` and `__match_args__` of a
+//! dataclass declared exactly as stormlog declares it (made once at import
+//! by `dataclasses.make_dataclass` from [`CLASSES`]), and [`frozen_protocol`]
+//! gives it the frozen instance methods. The values stay in Rust.
+//!
+//! [`CLASSES`] is stormlog 0.4.3's declarations: names, annotations (strings,
+//! as stormlog's modules use `from __future__ import annotations`), defaults
+//! and order; `tests/test_surface.py` compares every field with stormlog's
+//! live.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// A field's default, as stormlog declares it.
+#[derive(Clone, Copy)]
+pub enum Default {
+    /// No default: the field is required.
+    Required,
+    /// `= None`.
+    None,
+    /// `= "text"`.
+    Text(&'static str),
+    /// `= field(default_factory=dict)`.
+    EmptyDict,
+    /// `= field(default_factory=list)`.
+    EmptyList,
+}
+
+/// One declared field.
+#[derive(Clone, Copy)]
+pub struct Field {
+    /// The attribute name.
+    pub name: &'static str,
+    /// The annotation, as the string stormlog's module holds.
+    pub annotation: &'static str,
+    /// The default.
+    pub default: Default,
+}
+
+const fn field(name: &'static str, annotation: &'static str, default: Default) -> Field {
+    Field { name, annotation, default }
+}
+
+const fn required(name: &'static str, annotation: &'static str) -> Field {
+    field(name, annotation, Default::Required)
+}
+
+const fn optional(name: &'static str, annotation: &'static str) -> Field {
+    field(name, annotation, Default::None)
+}
+
+/// One class: its name in `tally._native`, whether its fields are
+/// keyword-only, and its own fields after those of `base`.
+pub struct Class {
+    /// The class name.
+    pub name: &'static str,
+    /// `kw_only=True` (stormlog's events).
+    pub kw_only: bool,
+    /// The fields of the base class, first.
+    pub base: &'static [Field],
+    /// The class's own fields.
+    pub fields: &'static [Field],
+}
+
+/// `CorrelationEvent`'s fields, the first of every event class.
+const EVENT: &[Field] = &[
+    required("context", "CorrelationContext"),
+    required("event_id", "str"),
+    field("metadata", "dict[str, Any]", Default::EmptyDict),
+];
+
+const TOKENS: [Field; 3] =
+    [optional("input_tokens", "int | None"), optional("output_tokens", "int | None"), optional("kv_bytes", "int | None")];
+
+const fn event(name: &'static str, fields: &'static [Field]) -> Class {
+    Class { name, kw_only: true, base: EVENT, fields }
+}
+
+const fn plain(name: &'static str, fields: &'static [Field]) -> Class {
+    Class { name, kw_only: false, base: &[], fields }
+}
+
+/// stormlog 0.4.3's dataclasses, in its declaration order.
+pub const CLASSES: &[Class] = &[
+    plain("EntityRef", &[required("producer_id", "str"), required("id", "str")]),
+    plain(
+        "CorrelationContext",
+        &[
+            required("run_id", "str"),
+            required("session_id", "str"),
+            required("producer_id", "str"),
+            required("source", "str"),
+            required("clock_domain", "str"),
+            required("clock_kind", "str"),
+            required("collection_mode", "str"),
+            required("provenance", "str"),
+            optional("source_version", "str | None"),
+            optional("engine", "str | None"),
+            optional("engine_version", "str | None"),
+            optional("backend", "str | None"),
+            optional("backend_version", "str | None"),
+            optional("host", "str | None"),
+            optional("pid", "int | None"),
+            optional("device_uuid", "str | None"),
+            optional("rank", "int | None"),
+            optional("local_rank", "int | None"),
+            optional("world_size", "int | None"),
+        ],
+    ),
+    event("CorrelationEvent", &[]),
+    event("ArtifactIdentityEvent", &[required("artifact_kind", "str"), required("created_at_ns", "int")]),
+    event(
+        "RequestEvent",
+        &[
+            required("request_ref", "EntityRef"),
+            optional("attempt_ref", "EntityRef | None"),
+            optional("backend_request_ref", "EntityRef | None"),
+            optional("start_ns", "int | None"),
+            optional("end_ns", "int | None"),
+            optional("status", "str | None"),
+            TOKENS[0],
+            TOKENS[1],
+            TOKENS[2],
+        ],
+    ),
+    event(
+        "IterationEvent",
+        &[
+            required("iteration_ref", "EntityRef"),
+            optional("batch_ref", "EntityRef | None"),
+            optional("start_ns", "int | None"),
+            optional("end_ns", "int | None"),
+        ],
+    ),
+    event(
+        "StageEvent",
+        &[
+            required("stage_ref", "EntityRef"),
+            required("name", "str"),
+            optional("request_ref", "EntityRef | None"),
+            optional("iteration_ref", "EntityRef | None"),
+            optional("start_ns", "int | None"),
+            optional("end_ns", "int | None"),
+            TOKENS[0],
+            TOKENS[1],
+            TOKENS[2],
+        ],
+    ),
+    event(
+        "MembershipEvent",
+        &[
+            required("request_ref", "EntityRef"),
+            required("iteration_ref", "EntityRef"),
+            required("role", "str"),
+            optional("attempt_ref", "EntityRef | None"),
+            TOKENS[0],
+            TOKENS[1],
+            TOKENS[2],
+        ],
+    ),
+    event(
+        "ActivityReferenceEvent",
+        &[
+            required("activity_ref", "EntityRef"),
+            required("activity_kind", "str"),
+            required("attribution_status", "str"),
+            field("activity_domain", "str", Default::Text("unknown")),
+            optional("iteration_ref", "EntityRef | None"),
+            optional("correlation_scope", "EntityRef | None"),
+            optional("trace_attachment_id", "str | None"),
+            optional("runtime_correlation_id", "int | None"),
+            optional("cuda_correlation_id", "int | None"),
+            optional("stream_id", "int | None"),
+            optional("graph_id", "int | None"),
+            optional("start_ns", "int | None"),
+            optional("end_ns", "int | None"),
+        ],
+    ),
+    event(
+        "CapabilityEvent",
+        &[
+            required("component", "str"),
+            required("available", "bool"),
+            field("supported", "list[str]", Default::EmptyList),
+            field("enabled", "list[str]", Default::EmptyList),
+            field("collected", "list[str]", Default::EmptyList),
+        ],
+    ),
+    event(
+        "ClockAlignmentEvent",
+        &[
+            required("from_clock_domain", "str"),
+            required("to_clock_domain", "str"),
+            required("offset_ns", "int"),
+            required("uncertainty_ns", "int"),
+            optional("valid_from_ns", "int | None"),
+            optional("valid_to_ns", "int | None"),
+        ],
+    ),
+    plain("LegacyInferenceRecord", &[required("raw", "dict[str, Any]")]),
+    plain(
+        "UnresolvedReference",
+        &[required("event_id", "str"), required("kind", "str"), required("ref", "EntityRef")],
+    ),
+    plain(
+        "CorrelationGraph",
+        &[
+            required("run_id", "str | None"),
+            required("requests", "dict[tuple[EntityRef, EntityRef | None], RequestEvent]"),
+            required("iterations", "dict[EntityRef, IterationEvent]"),
+            required("stages", "dict[EntityRef, StageEvent]"),
+            required("memberships", "tuple[MembershipEvent, ...]"),
+            required("activities", "dict[EntityRef, ActivityReferenceEvent]"),
+            required("alignments", "tuple[ClockAlignmentEvent, ...]"),
+            required("unresolved", "tuple[UnresolvedReference, ...]"),
+        ],
+    ),
+    plain(
+        "DeviceClock",
+        &[
+            required("device_uuid", "str"),
+            required("clock_domain", "str"),
+            field("clock_kind", "str", Default::Text("monotonic")),
+        ],
+    ),
+    plain(
+        "GpuTime",
+        &[required("summed_activity_ns", "int"), required("busy_ns", "int"), required("activity_count", "int")],
+    ),
+    plain("IterationTiming", &[required("elapsed_ns", "int | None"), required("gpu", "dict[DeviceClock, GpuTime]")]),
+    plain(
+        "RunAccounting",
+        &[
+            required("run_id", "str | None"),
+            required("iterations", "dict[EntityRef, IterationTiming]"),
+            required("device_totals", "dict[DeviceClock, GpuTime]"),
+            required("unattributed_activity_refs", "tuple[EntityRef, ...]"),
+            required("unmeasured_gpu_activity_refs", "tuple[EntityRef, ...]"),
+        ],
+    ),
+    plain(
+        "RequestShareEstimate",
+        &[
+            required("request_ref", "EntityRef"),
+            required("duration_ns", "int"),
+            required("model", "str"),
+            optional("attempt_ref", "EntityRef | None"),
+        ],
+    ),
+    plain(
+        "ShareBudget",
+        &[
+            required("iteration_ref", "EntityRef"),
+            required("device_clock", "DeviceClock"),
+            required("budget_ns", "int"),
+            required("shares", "tuple[RequestShareEstimate, ...]"),
+            required("unattributed_ns", "int"),
+        ],
+    ),
+    plain(
+        "AlignedTimestamp",
+        &[required("value_ns", "int"), required("uncertainty_ns", "int"), required("clock_domain", "str")],
+    ),
+];
+
+/// The attributes a dataclass made from the declaration carries that
+/// `dataclasses`' functions and pattern matching read.
+const PROTOCOL_ATTRIBUTES: [&str; 3] = ["__dataclass_fields__", "__dataclass_params__", "__match_args__"];
+
+/// Gives every class of [`CLASSES`] in `module` the `Field` objects,
+/// parameters and `__match_args__` of stormlog's declaration.
+pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    let dataclasses = py.import("dataclasses")?;
+    let make_dataclass = dataclasses.getattr("make_dataclass")?;
+    let field_of = dataclasses.getattr("field")?;
+    let builtins = py.import("builtins")?;
+    for class in CLASSES {
+        let declared = PyList::empty(py);
+        for field in class.base.iter().chain(class.fields) {
+            let options = PyDict::new(py);
+            match field.default {
+                Default::Required => {}
+                Default::None => options.set_item("default", py.None())?,
+                Default::Text(text) => options.set_item("default", text)?,
+                Default::EmptyDict => options.set_item("default_factory", builtins.getattr("dict")?)?,
+                Default::EmptyList => options.set_item("default_factory", builtins.getattr("list")?)?,
+            }
+            let made = field_of.call((), Some(&options))?;
+            declared.append(PyTuple::new(py, [field.name.into_pyobject(py)?.into_any(), field.annotation.into_pyobject(py)?.into_any(), made])?)?;
+        }
+        let options = PyDict::new(py);
+        options.set_item("frozen", true)?;
+        options.set_item("kw_only", class.kw_only)?;
+        let proxy = make_dataclass.call((class.name, declared), Some(&options))?;
+        let target = module.getattr(class.name)?;
+        for attribute in PROTOCOL_ATTRIBUTES {
+            target.setattr(attribute, proxy.getattr(attribute)?)?;
+        }
+    }
+    Ok(())
+}
+
+/// `dataclasses.FrozenInstanceError`, worded as a frozen dataclass's
+/// `__setattr__` / `__delattr__` word it.
+pub fn frozen_error(py: Python<'_>, action: &str, name: &str) -> PyErr {
+    // Attribute names are identifiers, so `{name!r}` is the name in quotes.
+    let message = format!("cannot {action} field '{name}'");
+    match py.import("dataclasses").and_then(|module| module.getattr("FrozenInstanceError")?.call1((message,))) {
+        Ok(error) => PyErr::from_value(error),
+        Err(error) => error,
+    }
+}
+
+/// The instance side of a frozen dataclass for a native class:
+/// assignment and deletion raise `FrozenInstanceError`, and
+/// `__replace__` (Python 3.13's `copy.replace`) is `dataclasses.replace`.
+macro_rules! frozen_protocol {
+    ($rust:ty) => {
+        #[pymethods]
+        impl $rust {
+            fn __setattr__(slf: &Bound<'_, Self>, name: &str, _value: &Bound<'_, PyAny>) -> PyResult<()> {
+                Err($crate::dataclass::frozen_error(slf.py(), "assign to", name))
+            }
+
+            fn __delattr__(slf: &Bound<'_, Self>, name: &str) -> PyResult<()> {
+                Err($crate::dataclass::frozen_error(slf.py(), "delete", name))
+            }
+
+            /// A copy with the given fields changed, checked as the
+            /// constructor checks them (`dataclasses.replace`).
+            #[pyo3(signature = (**changes))]
+            fn __replace__<'py>(
+                slf: &Bound<'py, Self>,
+                changes: Option<&Bound<'py, pyo3::types::PyDict>>,
+            ) -> PyResult<Bound<'py, PyAny>> {
+                slf.py().import("dataclasses")?.getattr("replace")?.call((slf,), changes)
+            }
+        }
+    };
+}
+
+pub(crate) use frozen_protocol;
