@@ -8,7 +8,10 @@
 //!   depended on by the umbrella and the Python package's features alone,
 //!   and the Python package builds no native runtime;
 //! - only the umbrella knows the command line: no library crate's message
-//!   names a command-line flag.
+//!   names a command-line flag;
+//! - every crate under crates/ is `publish = false` or carries what
+//!   crates.io needs (docs/RELEASING.md): description, license,
+//!   documentation, an existing readme, keywords.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,7 +53,10 @@ const DELEGATING_ADAPTERS: &[(&str, &[&str])] =
     &[("tally-keras", &["tally-tensorflow", "tally-jax", "tally-torch"])];
 
 /// The crates that may see both halves.
-const BOTH_HALVES: &[&str] = &["tally-distributed", "tally", "tally-python"];
+const BOTH_HALVES: &[&str] = &["tally-distributed", "tally-ml", "tally-python"];
+
+/// The umbrella's package (folder `crates/tally`; its command is `tally`).
+const UMBRELLA: &str = "tally-ml";
 
 /// Crates a user may take alone, expecting no native runtime with them.
 const LIGHT_CRATES: &[&str] = &[
@@ -106,15 +112,49 @@ fn tree_of(package: &str, depth: Option<&str>, extra: &[&str]) -> Vec<String> {
     names
 }
 
-fn every_crate() -> Vec<String> {
-    let mut crates: Vec<String> = std::fs::read_dir(workspace_root().join("crates"))
-        .expect("crates/")
-        .flatten()
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "tally-testkit")
+/// Every package under `crates/`, from `cargo metadata` (workspace
+/// inheritance resolved), sorted by name.
+fn crate_packages() -> Vec<serde_json::Value> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let output = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args(["metadata", "-q", "--no-deps", "--format-version", "1"])
+        .output()
+        .expect("cargo runs");
+    assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
+    let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
+    let crates_dir = workspace_root().join("crates");
+    let mut packages: Vec<serde_json::Value> = metadata["packages"]
+        .as_array()
+        .expect("packages")
+        .iter()
+        .filter(|package| {
+            package["manifest_path"].as_str().is_some_and(|path| Path::new(path).starts_with(&crates_dir))
+        })
+        .cloned()
         .collect();
-    crates.sort();
-    crates
+    packages.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    packages
+}
+
+/// The folder of a package from [`crate_packages`].
+fn package_dir(package: &serde_json::Value) -> PathBuf {
+    let manifest = Path::new(package["manifest_path"].as_str().expect("manifest_path"));
+    manifest.parent().expect("a manifest's folder").to_path_buf()
+}
+
+/// The package names under `crates/` (tally-testkit aside), with their folders
+/// (`crates/tally` is `tally-ml`).
+fn every_crate_with_dir() -> Vec<(String, PathBuf)> {
+    crate_packages()
+        .iter()
+        .map(|package| (package["name"].as_str().expect("name").to_owned(), package_dir(package)))
+        .filter(|(name, _)| name != "tally-testkit")
+        .collect()
+}
+
+fn every_crate() -> Vec<String> {
+    every_crate_with_dir().into_iter().map(|(name, _)| name).collect()
 }
 
 #[test]
@@ -185,7 +225,7 @@ fn the_two_halves_never_depend_on_each_other() {
                 others.is_empty(),
                 "{package} depends on the adapters {others:?}; it delegates only to {delegates:?}"
             );
-        } else if package != "tally" {
+        } else if package != UMBRELLA {
             assert!(
                 adapters.is_empty(),
                 "{package} depends on the adapters {adapters:?}; only the umbrella and the Python package may"
@@ -269,12 +309,12 @@ fn rust_files(dir: &Path, files: &mut Vec<PathBuf>) {
 fn no_library_crate_names_a_command_line_flag() {
     let mut offences = Vec::new();
     let mut files = Vec::new();
-    for package in every_crate() {
+    for (package, dir) in every_crate_with_dir() {
         // The umbrella owns the command line.
-        if package == "tally" {
+        if package == UMBRELLA {
             continue;
         }
-        rust_files(&workspace_root().join("crates").join(&package).join("src"), &mut files);
+        rust_files(&dir.join("src"), &mut files);
     }
     assert!(files.len() > 50, "only {} source files found", files.len());
     for file in &files {
@@ -284,4 +324,55 @@ fn no_library_crate_names_a_command_line_flag() {
         }
     }
     assert!(offences.is_empty(), "library crates naming command-line flags:\n{}", offences.join("\n"));
+}
+
+/// A keyword crates.io accepts: ASCII, at most 20 characters, starting with a
+/// letter, of letters, digits, `-` and `_`.
+fn valid_keyword(keyword: &str) -> bool {
+    keyword.len() <= 20
+        && keyword.starts_with(|c: char| c.is_ascii_alphabetic())
+        && keyword.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+#[test]
+fn every_publishable_crate_has_its_crates_io_metadata() {
+    // docs/RELEASING.md: a crate under crates/ is either `publish = false` or
+    // carries what crates.io and docs.rs show, and its README exists.
+    let mut problems = Vec::new();
+    let mut publishable = 0;
+    for package in crate_packages() {
+        let name = package["name"].as_str().expect("name");
+        if package["publish"].as_array().is_some_and(Vec::is_empty) {
+            continue;
+        }
+        publishable += 1;
+        for field in ["description", "license", "documentation", "readme"] {
+            if package[field].as_str().is_none_or(|value| value.trim().is_empty()) {
+                problems.push(format!("{name}: no `{field}`"));
+            }
+        }
+        let documentation = format!("https://docs.rs/{name}");
+        if package["documentation"].as_str().is_some_and(|value| value != documentation) {
+            problems.push(format!("{name}: documentation is not {documentation}"));
+        }
+        if let Some(readme) = package["readme"].as_str()
+            && !package_dir(&package).join(readme).is_file()
+        {
+            problems.push(format!("{name}: its readme {readme} is missing"));
+        }
+        let keywords: Vec<&str> =
+            package["keywords"].as_array().into_iter().flatten().filter_map(|value| value.as_str()).collect();
+        if keywords.is_empty() || keywords.len() > 5 {
+            problems.push(format!("{name}: {} keywords (crates.io takes 1 to 5)", keywords.len()));
+        }
+        for keyword in keywords.iter().filter(|keyword| !valid_keyword(keyword)) {
+            problems.push(format!("{name}: keyword {keyword:?} is not one crates.io accepts"));
+        }
+        let categories = package["categories"].as_array().map_or(0, Vec::len);
+        if categories > 5 {
+            problems.push(format!("{name}: {categories} categories (crates.io takes at most 5)"));
+        }
+    }
+    assert!(publishable >= 12, "only {publishable} publishable crates found under crates/");
+    assert!(problems.is_empty(), "crates.io metadata missing (docs/RELEASING.md):\n{}", problems.join("\n"));
 }

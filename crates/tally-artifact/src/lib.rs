@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Reading and writing stormlog's JSONL inference artifacts (schema 1-4).
 //!
 //! An artifact is one JSON object per line: embedded correlation records

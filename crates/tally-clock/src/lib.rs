@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Clock alignment with uncertainty, as stormlog 0.4.3's
 //! `correlation_accounting` defines it, and beyond it: chains of alignments
 //! and whole spans.

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Property-based differential testing of a GPU-time accounting
 //! implementation against tally, the reference: generate evidence, run the
 //! other implementation on it, compare its answer with tally's field by

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! The event model of tally: correlation events exactly as stormlog 0.4.3
 //! defines them, and the small primitives both halves of tally share
 //! (non-empty strings, validation errors, [`string_enum!`], Python equality

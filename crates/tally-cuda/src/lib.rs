@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! CUDA evidence for tally, on the CUDA driver API through
 //! [`cudarc`](https://docs.rs/cudarc) 0.19 with the driver loaded at run
 //! time: the crate builds on machines with no CUDA toolkit and no GPU, and

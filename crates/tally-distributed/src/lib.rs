@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Aggregation of worker-local resource profiles and rank artifacts of a
 //! distributed run, as vertebrae 1.1.0 aggregates them.
 //!

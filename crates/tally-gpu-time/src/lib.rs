@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Overlap-aware GPU-time accounting, as stormlog 0.4.3's
 //! `account_gpu_time` and `validate_request_shares` define it, with
 //! per-device details beyond it.

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! One run's evidence, read from its files and resolved as it streams by:
 //! what `tally account` and `tally shares` do before they count, and what
 //! the Python package's `account_paths` does, in one place.

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! JAX adapter for tally's resource profiler: vertebrae 1.1.0's
 //! `JAXResourceProfileAdapter`, hook by hook, over JAX's Python objects.
 //!

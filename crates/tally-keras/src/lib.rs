@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Keras adapter for tally's resource profiler: vertebrae 1.1.0's
 //! `KerasResourceProfileAdapter`, hook by hook, over Keras's Python objects.
 //!

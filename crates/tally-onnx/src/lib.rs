@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! ONNX Runtime for tally: the resource-profile adapter, sessions on
 //! synthetic inputs, and the model footprint read from the `.onnx` file
 //! (feature `runtime`, on by default); vertebrae's adapter over Python's

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Measured inference-resource profiles of real calls, in vertebrae 1.1.0's
 //! interchange format.
 //!

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Order-independent resolution of correlation evidence, as stormlog 0.4.3's
 //! `resolve_inference_events` does it.
 //!

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! TensorFlow adapter for tally's resource profiler: vertebrae 1.1.0's
 //! `TensorFlowResourceProfileAdapter`, hook by hook, over TensorFlow's
 //! Python objects.

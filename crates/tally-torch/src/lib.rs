@@ -1,3 +1,8 @@
+#![doc = include_str!("../README.md")]
+// Without `libtorch` (docs.rs builds the `python` form: it has no libtorch)
+// the libtorch items these docs name are absent; their links stay plain text.
+#![cfg_attr(not(feature = "libtorch"), allow(rustdoc::broken_intra_doc_links))]
+//!
 //! The PyTorch adapter of tally's resource profiler, in two forms behind
 //! two features:
 //!

@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! Import of the GPU traces people already have into tally's correlation
 //! events: PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, and
 //! Nsight Systems SQLite exports.

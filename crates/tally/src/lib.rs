@@ -1,3 +1,5 @@
+#![doc = include_str!("../README.md")]
+//!
 //! tally: what ML inference really costs. This umbrella re-exports the
 //! workspace's crates as modules.
 //!

@@ -123,7 +123,7 @@ impl BenchContext {
         if let Some(path) = &self.tally_bin {
             return Ok(path.clone());
         }
-        cargo_build_release(&["-p", "tally"], "cargo build --release -p tally", |_| {})?;
+        cargo_build_release(&["-p", "tally-ml"], "cargo build --release -p tally-ml", |_| {})?;
         let path = target_dir().join("release/tally");
         self.tally_bin = Some(path.clone());
         Ok(path)

@@ -126,7 +126,7 @@ fn run_torch(args: &Args) -> anyhow::Result<ExitCode> {
 fn run_torch(args: &Args) -> anyhow::Result<ExitCode> {
     bail!(
         "{}: this tally was built without libtorch support; rebuild with the `torch` feature \
-         (`cargo build --release -p tally --features torch`, with torch==2.13.0 installed for the \
+         (`cargo build --release -p tally-ml --features torch`, with torch==2.13.0 installed for the \
          `python` first on PATH; see crates/tally-torch)",
         args.model.display()
     )

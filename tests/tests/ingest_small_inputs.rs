@@ -117,7 +117,7 @@ fn errors_name_the_same_file_and_line_on_both_paths() {
     let directory = tempfile::tempdir().expect("temporary directory");
     let good = directory.path().join("rank0.jsonl");
     let bad = directory.path().join("rank1.jsonl");
-    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/serving-run.jsonl");
+    let example = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/serving-run.jsonl");
     std::fs::copy(&example, &good).expect("copy");
     std::fs::write(&bad, "\n\n{\"schema_version\": 1, \"event_type\": \"infer.a\"}\n{not json\n")
         .expect("write");
