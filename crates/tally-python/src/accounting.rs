@@ -86,7 +86,12 @@ fn fields_eq(
 macro_rules! dataclass_methods {
     ($rust:ident, $name:literal, [$($field:ident),+ $(,)?]) => {
         impl $rust {
+            /// The field names; `r#ref` is Python's `ref`.
             const FIELDS: &'static [&'static str] = &[$(stringify!($field)),+];
+
+            fn field_names() -> impl Iterator<Item = &'static str> {
+                Self::FIELDS.iter().map(|name| name.trim_start_matches("r#"))
+            }
 
             fn tuple<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
                 PyTuple::new(py, [$(self.$field.clone_ref(py)),+])
@@ -105,7 +110,7 @@ macro_rules! dataclass_methods {
 
             #[classattr]
             fn __match_args__(py: Python<'_>) -> PyResult<Py<PyTuple>> {
-                Ok(PyTuple::new(py, Self::FIELDS)?.unbind())
+                Ok(PyTuple::new(py, Self::field_names().collect::<Vec<_>>())?.unbind())
             }
 
             fn __eq__(slf: &Bound<'_, Self>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
@@ -120,7 +125,7 @@ macro_rules! dataclass_methods {
 
             fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
                 let values = self.tuple(py)?;
-                let fields: Vec<(&str, Bound<'_, PyAny>)> = Self::FIELDS.iter().copied().zip(values.iter()).collect();
+                let fields: Vec<(&str, Bound<'_, PyAny>)> = Self::field_names().zip(values.iter()).collect();
                 crate::model::dataclass_repr($name, &fields)
             }
 
@@ -634,6 +639,15 @@ impl CorrelationGraph {
         })
     }
 
+    /// Pickled and copied as the class called with its tables; a graph from
+    /// `account_paths` kept no events to pickle.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, pyo3::types::PyType>, Py<PyTuple>)> {
+        match CorrelationGraph::all_fields(slf)? {
+            Some(fields) => Ok((slf.get_type(), fields)),
+            None => Err(PyTypeError::new_err("a graph from account_paths keeps no events, so it cannot be pickled")),
+        }
+    }
+
     /// Unhashable, as stormlog's graph is: it holds dicts.
     fn __hash__(&self) -> PyResult<isize> {
         Err(PyTypeError::new_err("unhashable type: 'dict'"))
@@ -646,6 +660,82 @@ impl CorrelationGraph {
             self.run_id(py)?.bind(py).repr()?,
             counts.repr()?
         ))
+    }
+}
+
+/// The order of stormlog's accounting dicts, where the events are there to
+/// give it: `iterations` in the graph's iteration-table order (first
+/// delivery), and each `gpu` dict and `device_totals` in the order in which
+/// a measured GPU activity of the activity table first names each clock.
+/// tally-gpu-time's lists are sorted instead; a graph from `account_paths`
+/// kept no tables, so its dicts stay sorted.
+struct DictOrder<'a> {
+    /// The iteration refs in table order; empty for a streamed graph.
+    iterations: Vec<&'a CoreRef>,
+    /// Each clock's first measured activity, over the whole table.
+    totals: Vec<CoreClock<'a>>,
+    /// The same per linked iteration.
+    per_iteration: std::collections::HashMap<&'a CoreRef, Vec<CoreClock<'a>>>,
+}
+
+impl<'a> DictOrder<'a> {
+    fn of(data: &'a GraphData, accounting: &Accounting<'_>) -> Self {
+        let mut order =
+            Self { iterations: Vec::new(), totals: Vec::new(), per_iteration: std::collections::HashMap::new() };
+        let GraphData::Events(graph) = data else {
+            return order;
+        };
+        let graph = graph.borrow_dependent();
+        order.iterations = graph.iterations().iter().map(|row| &row.body.iteration_ref).collect();
+        let push = |list: &mut Vec<CoreClock<'a>>, clock: CoreClock<'a>| {
+            if !list.contains(&clock) {
+                list.push(clock);
+            }
+        };
+        for row in graph.activities() {
+            if row.body.activity_domain.as_str() != "gpu" || row.event.busy_intervals().is_none() {
+                continue;
+            }
+            let Some(clock) = CoreClock::of_context(row.event.context()) else {
+                continue;
+            };
+            push(&mut order.totals, clock);
+            if let Some(iteration) = &row.body.iteration_ref
+                && accounting.iteration(iteration).is_some()
+            {
+                push(order.per_iteration.entry(iteration).or_default(), clock);
+            }
+        }
+        order
+    }
+
+    /// The accounting's iteration rows in stormlog's order.
+    fn iterations<'b>(
+        &self,
+        accounting: &'b Accounting<'_>,
+    ) -> Box<dyn Iterator<Item = &'b tally_gpu_time::IterationTiming<'b>> + '_>
+    where
+        'b: 'a,
+    {
+        if self.iterations.is_empty() {
+            return Box::new(accounting.iterations.iter());
+        }
+        Box::new(self.iterations.iter().filter_map(|reference| accounting.iteration(reference)))
+    }
+
+    /// `rows` (one iteration's, or the device totals for `None`) in
+    /// stormlog's order of their clocks.
+    fn clocks_of<'r, T>(&self, iteration: Option<&CoreRef>, rows: &'r [(CoreClock<'r>, T)]) -> Vec<&'r (CoreClock<'r>, T)> {
+        let order = match iteration {
+            None => Some(&self.totals),
+            Some(iteration) => self.per_iteration.get(iteration),
+        };
+        let mut sorted: Vec<&(CoreClock<'r>, T)> = rows.iter().collect();
+        if let Some(order) = order {
+            let rank = |clock: &CoreClock<'_>| order.iter().position(|known| known == clock).unwrap_or(usize::MAX);
+            sorted.sort_by_key(|(clock, _)| rank(clock));
+        }
+        sorted
     }
 }
 
@@ -697,10 +787,11 @@ impl RunAccounting {
             .into_any()
             .unbind())
         };
+        let order = DictOrder::of(owned.borrow_owner(), accounting);
         let iterations = PyDict::new(py);
-        for timing in &accounting.iterations {
+        for timing in order.iterations(accounting) {
             let gpu = PyDict::new(py);
-            for (key, time) in &timing.gpu {
+            for (key, time) in order.clocks_of(Some(timing.iteration_ref), &timing.gpu) {
                 gpu.set_item(clock(py, &mut clocks, key)?, gpu_time(py, time)?)?;
             }
             let elapsed = match timing.elapsed_ns {
@@ -711,8 +802,10 @@ impl RunAccounting {
             iterations.set_item(reference(py, timing.iteration_ref)?, row)?;
         }
         let totals = PyDict::new(py);
-        for total in &accounting.device_totals {
-            totals.set_item(clock(py, &mut clocks, &total.clock)?, gpu_time(py, &total.time)?)?;
+        let device_totals: Vec<(CoreClock<'_>, CoreGpuTime)> =
+            accounting.device_totals.iter().map(|total| (total.clock, total.time)).collect();
+        for (key, time) in order.clocks_of(None, &device_totals) {
+            totals.set_item(clock(py, &mut clocks, key)?, gpu_time(py, time)?)?;
         }
         let references = |list: &[&CoreRef]| -> PyResult<Py<PyAny>> {
             let items = list.iter().map(|item| reference(py, item)).collect::<PyResult<Vec<_>>>()?;

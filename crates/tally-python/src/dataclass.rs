@@ -19,7 +19,11 @@
 //! live.
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// The dataclass made from each declaration, by class name.
+static PROXIES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
 /// A field's default, as stormlog declares it.
 #[derive(Clone, Copy)]
@@ -285,6 +289,7 @@ pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let make_dataclass = dataclasses.getattr("make_dataclass")?;
     let field_of = dataclasses.getattr("field")?;
     let builtins = py.import("builtins")?;
+    let proxies = PROXIES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
     for class in CLASSES {
         let declared = PyList::empty(py);
         for field in class.base.iter().chain(class.fields) {
@@ -307,8 +312,27 @@ pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
         for attribute in PROTOCOL_ATTRIBUTES {
             target.setattr(attribute, proxy.getattr(attribute)?)?;
         }
+        proxies.set_item(class.name, proxy)?;
     }
     Ok(())
+}
+
+/// The arguments of a constructor call bound to the fields of class
+/// `name` as stormlog's generated `__init__` binds them: an instance of the
+/// declaration's dataclass, whose attributes are the fields' values.
+/// Python itself checks the call, so a missing, repeated or unknown
+/// argument is Python's `TypeError`, worded as on stormlog's class.
+pub fn bind<'py>(
+    py: Python<'py>,
+    name: &str,
+    args: &Bound<'py, PyTuple>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let proxy = PROXIES.get(py).and_then(|proxies| proxies.bind(py).get_item(name).ok().flatten());
+    match proxy {
+        Some(proxy) => proxy.call(args, kwargs),
+        None => Err(pyo3::exceptions::PyRuntimeError::new_err(format!("{name}'s declaration is not installed"))),
+    }
 }
 
 /// `dataclasses.FrozenInstanceError`, worded as a frozen dataclass's

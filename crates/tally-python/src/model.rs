@@ -131,10 +131,11 @@ fn text_argument(value: &Bound<'_, PyAny>, name: &str) -> PyResult<String> {
 #[pymethods]
 impl PyEntityRef {
     #[new]
-    #[pyo3(signature = (producer_id, id))]
-    fn new(producer_id: &Bound<'_, PyAny>, id: &Bound<'_, PyAny>) -> PyResult<Self> {
-        let producer_id = text_argument(producer_id, "producer_id")?;
-        let id = text_argument(id, "id")?;
+    #[pyo3(signature = (*args, **kwargs), text_signature = "(producer_id, id)")]
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let bound = crate::dataclass::bind(args.py(), "EntityRef", args, kwargs)?;
+        let producer_id = text_argument(&bound.getattr("producer_id")?, "producer_id")?;
+        let id = text_argument(&bound.getattr("id")?, "id")?;
         Ok(Self { inner: CoreRef::new(producer_id, id).map_err(invalid)? })
     }
 
@@ -179,6 +180,9 @@ impl PyEntityRef {
 /// stormlog's order of a context's fields (its constructor's parameters).
 const CONTEXT_FIELDS: [&str; 19] = CoreContext::FIELD_NAMES;
 
+/// The first eight context fields have no default.
+const REQUIRED_CONTEXT_FIELDS: usize = 8;
+
 /// Capture identity and evidence quality shared by one emitted record
 /// (stormlog's `CorrelationContext`).
 #[pyclass(frozen, module = "tally.accounting", name = "CorrelationContext")]
@@ -207,59 +211,23 @@ impl PyContext {
 #[pymethods]
 impl PyContext {
     #[new]
-    #[pyo3(signature = (
-        run_id, session_id, producer_id, source, clock_domain, clock_kind, collection_mode, provenance,
-        source_version=None, engine=None, engine_version=None, backend=None, backend_version=None,
-        host=None, pid=None, device_uuid=None, rank=None, local_rank=None, world_size=None
-    ))]
-    #[allow(clippy::too_many_arguments, reason = "stormlog's signature, field for field")]
-    fn new(
-        run_id: &Bound<'_, PyAny>,
-        session_id: &Bound<'_, PyAny>,
-        producer_id: &Bound<'_, PyAny>,
-        source: &Bound<'_, PyAny>,
-        clock_domain: &Bound<'_, PyAny>,
-        clock_kind: &Bound<'_, PyAny>,
-        collection_mode: &Bound<'_, PyAny>,
-        provenance: &Bound<'_, PyAny>,
-        source_version: Option<&Bound<'_, PyAny>>,
-        engine: Option<&Bound<'_, PyAny>>,
-        engine_version: Option<&Bound<'_, PyAny>>,
-        backend: Option<&Bound<'_, PyAny>>,
-        backend_version: Option<&Bound<'_, PyAny>>,
-        host: Option<&Bound<'_, PyAny>>,
-        pid: Option<&Bound<'_, PyAny>>,
-        device_uuid: Option<&Bound<'_, PyAny>>,
-        rank: Option<&Bound<'_, PyAny>>,
-        local_rank: Option<&Bound<'_, PyAny>>,
-        world_size: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let values = [
-            Some(run_id),
-            Some(session_id),
-            Some(producer_id),
-            Some(source),
-            Some(clock_domain),
-            Some(clock_kind),
-            Some(collection_mode),
-            Some(provenance),
-            source_version,
-            engine,
-            engine_version,
-            backend,
-            backend_version,
-            host,
-            pid,
-            device_uuid,
-            rank,
-            local_rank,
-            world_size,
-        ];
+    #[pyo3(
+        signature = (*args, **kwargs),
+        text_signature = "(run_id, session_id, producer_id, source, clock_domain, clock_kind, collection_mode, \
+                          provenance, source_version=None, engine=None, engine_version=None, backend=None, \
+                          backend_version=None, host=None, pid=None, device_uuid=None, rank=None, local_rank=None, \
+                          world_size=None)"
+    )]
+    fn new(args: &Bound<'_, PyTuple>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let bound = crate::dataclass::bind(args.py(), "CorrelationContext", args, kwargs)?;
         let mut map = Map::new();
         let mut unhashable = Vec::new();
-        for (name, value) in CONTEXT_FIELDS.iter().zip(values) {
-            if let Some(value) = value {
-                map.insert((*name).to_owned(), field_json(name, value, &mut unhashable)?);
+        for (index, name) in CONTEXT_FIELDS.into_iter().enumerate() {
+            let value = bound.getattr(name)?;
+            // An optional field left None is absent from the record; a
+            // required one given None is there, for its rule to refuse.
+            if !value.is_none() || index < REQUIRED_CONTEXT_FIELDS {
+                map.insert(name.to_owned(), field_json(name, &value, &mut unhashable)?);
             }
         }
         let inner =
@@ -648,8 +616,8 @@ impl PyEvent {
 
     /// The event's ID, unique per (session, producer).
     #[getter]
-    fn event_id(&self) -> &str {
-        self.inner.event_id()
+    fn event_id<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.field_object(py, "event_id", || Ok(PyString::new(py, self.inner.event_id()).into_any()))
     }
 
     /// Free-form metadata. Made once per event; editing it in place does
@@ -851,6 +819,15 @@ event_class!(
 #[pyclass(frozen, module = "tally.accounting", name = "LegacyInferenceRecord")]
 pub struct PyLegacy {
     pub raw: Map<String, Value>,
+    /// The dict handed out as `raw`: the one given, else made once.
+    raw_object: PyOnceLock<Py<PyDict>>,
+}
+
+impl PyLegacy {
+    /// A record whose `raw` dict is made when first asked for.
+    pub fn of(raw: Map<String, Value>) -> Self {
+        Self { raw, raw_object: PyOnceLock::new() }
+    }
 }
 
 #[pymethods]
@@ -858,13 +835,16 @@ impl PyLegacy {
     #[new]
     #[pyo3(signature = (raw))]
     fn new(raw: &Bound<'_, PyDict>) -> PyResult<Self> {
-        Ok(Self { raw: dict_to_json(raw)? })
+        let record = Self::of(dict_to_json(raw)?);
+        let _ = record.raw_object.set(raw.py(), raw.clone().unbind());
+        Ok(record)
     }
 
-    /// The record as read.
+    /// The record as read (the dict given, as stormlog's dataclass holds it).
     #[getter]
     fn raw<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        map_to_python(py, &self.raw)
+        let made = self.raw_object.get_or_try_init(py, || Ok::<_, PyErr>(map_to_python(py, &self.raw)?.unbind()))?;
+        Ok(made.bind(py).clone())
     }
 
     /// A copy of the record.
@@ -904,7 +884,7 @@ pub fn record_to_python(py: Python<'_>, record: InferenceRecord) -> PyResult<Bou
     match record {
         InferenceRecord::Event(event) => event_to_python(py, Arc::new(event)),
         InferenceRecord::Legacy(legacy) => {
-            Ok(Bound::new(py, PyLegacy { raw: legacy.raw().clone() })?.into_any())
+            Ok(Bound::new(py, PyLegacy::of(legacy.raw().clone()))?.into_any())
         }
     }
 }

@@ -648,7 +648,7 @@ pub(crate) fn default_answer<'py, T: serde::Serialize>(
 #[pymethods]
 impl BaseResourceProfileAdapter {
     #[new]
-    #[pyo3(signature = (*_args, **_kwargs))]
+    #[pyo3(signature = (*_args, **_kwargs), text_signature = "()")]
     fn new(_args: &Bound<'_, PyTuple>, _kwargs: Option<&Bound<'_, PyDict>>) -> Self {
         Self
     }
@@ -769,19 +769,40 @@ impl ResourceProfiler {
         })
     }
 
+    /// The calls measured so far, oldest first, as vertebrae's call records
+    /// read: `seconds`, `samples`, `call_type`, `materialized` and
+    /// `includes_fit` (a new list on each access; tally keeps the
+    /// nanoseconds).
+    #[getter]
+    fn records<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let namespace = py.import("types")?.getattr("SimpleNamespace")?;
+        let list = PyList::empty(py);
+        for record in self.inner.records() {
+            let fields = PyDict::new(py);
+            // vertebrae's `perf_counter` difference, in seconds.
+            fields.set_item("seconds", record.duration_ns as f64 / 1e9)?;
+            fields.set_item("samples", record.samples)?;
+            fields.set_item("call_type", record.call_type.as_ref())?;
+            fields.set_item("materialized", record.materialized)?;
+            fields.set_item("includes_fit", record.includes_fit)?;
+            list.append(namespace.call((), Some(&fields))?)?;
+        }
+        Ok(list)
+    }
+
     /// Runs `fn()` and measures it; its value (or exception) is returned
     /// untouched.
-    #[pyo3(signature = (fn_, *, samples, call_type, materialized=true, includes_fit=false))]
+    #[pyo3(signature = (r#fn, *, samples, call_type, materialized=true, includes_fit=false))]
     fn measure_call(
         &mut self,
-        fn_: &Bound<'_, PyAny>,
+        r#fn: &Bound<'_, PyAny>,
         samples: u64,
         call_type: String,
         materialized: bool,
         includes_fit: bool,
     ) -> PyResult<Py<PyAny>> {
         let spec = CallSpec::new(samples, call_type).materialized(materialized).includes_fit(includes_fit);
-        self.inner.measure_fallible(|| fn_.call0().map(Bound::unbind), spec)
+        self.inner.measure_fallible(|| r#fn.call0().map(Bound::unbind), spec)
     }
 
     /// Turns the last call (a planning probe) into a counted call.

@@ -231,7 +231,12 @@ def parameters(callable_) -> list[tuple] | None:
     except (TypeError, ValueError):
         return None
     shape = []
-    for parameter in signature.parameters.values():
+    for index, parameter in enumerate(signature.parameters.values()):
+        if index == 0 and parameter.name == "self":
+            # A native method's `self` is positional-only; nobody passes it
+            # by name, so the kinds need not agree.
+            shape.append(("self",))
+            continue
         default = parameter.default
         if default is not inspect.Parameter.empty and not isinstance(default, (int, float, str, bool, type(None))):
             default = type(default).__name__

@@ -17,7 +17,10 @@ pub struct JaxResourceProfileAdapter {
 #[pymethods]
 impl JaxResourceProfileAdapter {
     #[new]
-    #[pyo3(signature = (extractor, *, values_getter=None, jax_loader=None, backend="jax".to_owned(), profiling_device=None))]
+    #[pyo3(
+        signature = (extractor, *, values_getter=None, jax_loader=None, backend="jax".to_owned(), profiling_device=None),
+        text_signature = "(extractor, *, values_getter=None, jax_loader=None, backend='jax', profiling_device=None)"
+    )]
     fn new(
         extractor: Py<PyAny>,
         values_getter: Option<Py<PyAny>>,
