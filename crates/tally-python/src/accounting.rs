@@ -469,8 +469,9 @@ impl CorrelationGraph {
             }
         }
         let (events, objects) = events_of(events.as_any())?;
-        let graph = OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
-            .map_err(invalid)?;
+        let graph =
+            OwnedGraph::try_new(events, |events| tally_resolve::resolve_inference_events(events.iter()))
+                .map_err(invalid)?;
         let graph = Self::of(Arc::new(GraphData::Events(graph)), objects);
         let fields = [
             (&graph.requests, requests),
@@ -644,7 +645,9 @@ impl CorrelationGraph {
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<(Bound<'py, pyo3::types::PyType>, Py<PyTuple>)> {
         match CorrelationGraph::all_fields(slf)? {
             Some(fields) => Ok((slf.get_type(), fields)),
-            None => Err(PyTypeError::new_err("a graph from account_paths keeps no events, so it cannot be pickled")),
+            None => Err(PyTypeError::new_err(
+                "a graph from account_paths keeps no events, so it cannot be pickled",
+            )),
         }
     }
 
@@ -680,8 +683,11 @@ struct DictOrder<'a> {
 
 impl<'a> DictOrder<'a> {
     fn of(data: &'a GraphData, accounting: &Accounting<'_>) -> Self {
-        let mut order =
-            Self { iterations: Vec::new(), totals: Vec::new(), per_iteration: std::collections::HashMap::new() };
+        let mut order = Self {
+            iterations: Vec::new(),
+            totals: Vec::new(),
+            per_iteration: std::collections::HashMap::new(),
+        };
         let GraphData::Events(graph) = data else {
             return order;
         };
@@ -725,14 +731,19 @@ impl<'a> DictOrder<'a> {
 
     /// `rows` (one iteration's, or the device totals for `None`) in
     /// stormlog's order of their clocks.
-    fn clocks_of<'r, T>(&self, iteration: Option<&CoreRef>, rows: &'r [(CoreClock<'r>, T)]) -> Vec<&'r (CoreClock<'r>, T)> {
+    fn clocks_of<'r, T>(
+        &self,
+        iteration: Option<&CoreRef>,
+        rows: &'r [(CoreClock<'r>, T)],
+    ) -> Vec<&'r (CoreClock<'r>, T)> {
         let order = match iteration {
             None => Some(&self.totals),
             Some(iteration) => self.per_iteration.get(iteration),
         };
         let mut sorted: Vec<&(CoreClock<'r>, T)> = rows.iter().collect();
         if let Some(order) = order {
-            let rank = |clock: &CoreClock<'_>| order.iter().position(|known| known == clock).unwrap_or(usize::MAX);
+            let rank =
+                |clock: &CoreClock<'_>| order.iter().position(|known| known == clock).unwrap_or(usize::MAX);
             sorted.sort_by_key(|(clock, _)| rank(clock));
         }
         sorted

@@ -36,7 +36,6 @@ pub fn run_error(error: tally_ingest::RunError) -> PyErr {
     }
 }
 
-
 type Reader = ArtifactReader<BufReader<Sniffed<File>>>;
 
 fn reader(path: &Path) -> PyResult<Reader> {
@@ -185,12 +184,14 @@ impl RecordIterator {
             if text.trim().is_empty() {
                 continue;
             }
-            let decoded = loads.call1((text,)).and_then(|value| decoder.bind(py).call_method1(method, (value,)));
+            let decoded =
+                loads.call1((text,)).and_then(|value| decoder.bind(py).call_method1(method, (value,)));
             match decoded {
                 Ok(value) if value.is_none() => continue,
                 Ok(value) => return Ok(Some((*line, value))),
                 Err(error)
-                    if error.is_instance_of::<PyTypeError>(py) || error.is_instance_of::<PyValueError>(py) =>
+                    if error.is_instance_of::<PyTypeError>(py)
+                        || error.is_instance_of::<PyValueError>(py) =>
                 {
                     let wrapped = PyValueError::new_err(format!("line {line}: {}", error.value(py)));
                     wrapped.set_cause(py, Some(error));
@@ -213,7 +214,9 @@ impl RecordIterator {
         let yields = self.yields;
         let next = match self.source.as_mut() {
             None => return Ok(None),
-            Some(Source::Decoder { lines, decoder, line }) => Self::next_decoded(py, lines, decoder, line, yields),
+            Some(Source::Decoder { lines, decoder, line }) => {
+                Self::next_decoded(py, lines, decoder, line, yields)
+            }
             Some(Source::Lines(lines)) => {
                 lines.next(py).map(|next| next.map(|(line, _, row)| (line, row.into_any())))
             }
@@ -394,12 +397,19 @@ impl ContextRegistry {
 
     /// An independent registry with the same entries.
     fn copy(&self, py: Python<'_>) -> PyResult<Self> {
-        Ok(Self { contexts: self.contexts.bind(py).copy()?.unbind(), ids: self.ids.bind(py).copy()?.unbind() })
+        Ok(Self {
+            contexts: self.contexts.bind(py).copy()?.unbind(),
+            ids: self.ids.bind(py).copy()?.unbind(),
+        })
     }
 }
 
 /// `record.get(key) == value`, with Python's equality (so `4.0 == 4`).
-fn member_is(record: &Bound<'_, PyDict>, key: &str, value: impl for<'py> IntoPyObject<'py>) -> PyResult<bool> {
+fn member_is(
+    record: &Bound<'_, PyDict>,
+    key: &str,
+    value: impl for<'py> IntoPyObject<'py>,
+) -> PyResult<bool> {
     match record.get_item(key)? {
         Some(member) => member.eq(value),
         None => Ok(false),
@@ -417,9 +427,11 @@ fn is_transport(record: &Bound<'_, PyDict>) -> PyResult<bool> {
 fn carries_context(record: &Bound<'_, PyDict>) -> PyResult<bool> {
     let legacy = match record.get_item("schema_version")? {
         None => true,
-        Some(version) => version.cast::<pyo3::types::PyInt>().is_ok()
-            && version.cast::<pyo3::types::PyBool>().is_err()
-            && version.eq(1)?,
+        Some(version) => {
+            version.cast::<pyo3::types::PyInt>().is_ok()
+                && version.cast::<pyo3::types::PyBool>().is_err()
+                && version.eq(1)?
+        }
     };
     let typed = match record.get_item("event_type")? {
         Some(event_type) => crate::model::is_correlation_event_type(&event_type),
@@ -503,7 +515,8 @@ impl CorrelationRecordEncoder {
             definition.set_item("schema_version", tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION)?;
             definition.set_item("event_type", "infer.context")?;
             definition.set_item("context_id", &identity)?;
-            definition.set_item("context", py.import("dataclasses")?.getattr("asdict")?.call1((&context,))?)?;
+            definition
+                .set_item("context", py.import("dataclasses")?.getattr("asdict")?.call1((&context,))?)?;
             rows.append(definition)?;
         }
         let compact = given;

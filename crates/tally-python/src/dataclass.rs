@@ -83,8 +83,11 @@ const EVENT: &[Field] = &[
     field("metadata", "dict[str, Any]", Default::EmptyDict),
 ];
 
-const TOKENS: [Field; 3] =
-    [optional("input_tokens", "int | None"), optional("output_tokens", "int | None"), optional("kv_bytes", "int | None")];
+const TOKENS: [Field; 3] = [
+    optional("input_tokens", "int | None"),
+    optional("output_tokens", "int | None"),
+    optional("kv_bytes", "int | None"),
+];
 
 const fn event(name: &'static str, fields: &'static [Field]) -> Class {
     Class { name, kw_only: true, base: EVENT, fields }
@@ -239,9 +242,16 @@ pub const CLASSES: &[Class] = &[
     ),
     plain(
         "GpuTime",
-        &[required("summed_activity_ns", "int"), required("busy_ns", "int"), required("activity_count", "int")],
+        &[
+            required("summed_activity_ns", "int"),
+            required("busy_ns", "int"),
+            required("activity_count", "int"),
+        ],
     ),
-    plain("IterationTiming", &[required("elapsed_ns", "int | None"), required("gpu", "dict[DeviceClock, GpuTime]")]),
+    plain(
+        "IterationTiming",
+        &[required("elapsed_ns", "int | None"), required("gpu", "dict[DeviceClock, GpuTime]")],
+    ),
     plain(
         "RunAccounting",
         &[
@@ -302,7 +312,14 @@ pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
                 Default::EmptyList => options.set_item("default_factory", builtins.getattr("list")?)?,
             }
             let made = field_of.call((), Some(&options))?;
-            declared.append(PyTuple::new(py, [field.name.into_pyobject(py)?.into_any(), field.annotation.into_pyobject(py)?.into_any(), made])?)?;
+            declared.append(PyTuple::new(
+                py,
+                [
+                    field.name.into_pyobject(py)?.into_any(),
+                    field.annotation.into_pyobject(py)?.into_any(),
+                    made,
+                ],
+            )?)?;
         }
         let options = PyDict::new(py);
         options.set_item("frozen", true)?;
@@ -331,7 +348,9 @@ pub fn bind<'py>(
     let proxy = PROXIES.get(py).and_then(|proxies| proxies.bind(py).get_item(name).ok().flatten());
     match proxy {
         Some(proxy) => proxy.call(args, kwargs),
-        None => Err(pyo3::exceptions::PyRuntimeError::new_err(format!("{name}'s declaration is not installed"))),
+        None => {
+            Err(pyo3::exceptions::PyRuntimeError::new_err(format!("{name}'s declaration is not installed")))
+        }
     }
 }
 
@@ -340,7 +359,8 @@ pub fn bind<'py>(
 pub fn frozen_error(py: Python<'_>, action: &str, name: &str) -> PyErr {
     // Attribute names are identifiers, so `{name!r}` is the name in quotes.
     let message = format!("cannot {action} field '{name}'");
-    match py.import("dataclasses").and_then(|module| module.getattr("FrozenInstanceError")?.call1((message,))) {
+    match py.import("dataclasses").and_then(|module| module.getattr("FrozenInstanceError")?.call1((message,)))
+    {
         Ok(error) => PyErr::from_value(error),
         Err(error) => error,
     }

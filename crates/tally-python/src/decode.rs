@@ -50,7 +50,8 @@ impl CorrelationRecordDecoder {
             Some(identity) => identity.extract::<String>().ok(),
             None => None,
         };
-        let definition = dict.get_item("event_type")?.is_some_and(|kind| kind.eq("infer.context").unwrap_or(false));
+        let definition =
+            dict.get_item("event_type")?.is_some_and(|kind| kind.eq("infer.context").unwrap_or(false));
         self.rows += 1;
         if let Some(identity) = &identity
             && !definition
@@ -70,7 +71,10 @@ impl CorrelationRecordDecoder {
         if let (Ok(None), Some(identity), true) = (&decoded, identity, definition) {
             // The registry holds each definition too, as stormlog's does.
             if let Some(payload) = dict.get_item("context")? {
-                self.registry.bind(py).get().register(&PyString::new(py, &identity), &context_of(&payload)?)?;
+                self.registry
+                    .bind(py)
+                    .get()
+                    .register(&PyString::new(py, &identity), &context_of(&payload)?)?;
             }
             self.known.insert(identity);
         }

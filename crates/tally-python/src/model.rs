@@ -586,9 +586,13 @@ fn construct(py: Python<'_>, event_type: EventType, kwargs: Option<&Bound<'_, Py
         map.remove("context");
         Ok(context)
     };
-    let event = match tally_core::parse_record_map(record, context_of).map_err(|error| rejected(&error, &unhashable))? {
+    let event = match tally_core::parse_record_map(record, context_of)
+        .map_err(|error| rejected(&error, &unhashable))?
+    {
         InferenceRecord::Event(event) => PyEvent::new(Arc::new(event)),
-        InferenceRecord::Legacy(_) => return Err(PyValueError::new_err("event_type must name an inference event")),
+        InferenceRecord::Legacy(_) => {
+            return Err(PyValueError::new_err("event_type must name an inference event"));
+        }
     };
     // The objects given are the fields' objects, as in stormlog's
     // dataclass; a reference given as another library's object is handed
@@ -624,7 +628,11 @@ impl PyEvent {
     /// not change the event's record (tally's events hold their values).
     #[getter]
     fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        self.field_object(py, "metadata", || Ok(map_to_python(py, self.inner.metadata().as_map())?.into_any()))
+        self.field_object(
+            py,
+            "metadata",
+            || Ok(map_to_python(py, self.inner.metadata().as_map())?.into_any()),
+        )
     }
 
     /// 3 for an activity whose metadata names `intervals`, else 2.
@@ -843,7 +851,8 @@ impl PyLegacy {
     /// The record as read (the dict given, as stormlog's dataclass holds it).
     #[getter]
     fn raw<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let made = self.raw_object.get_or_try_init(py, || Ok::<_, PyErr>(map_to_python(py, &self.raw)?.unbind()))?;
+        let made =
+            self.raw_object.get_or_try_init(py, || Ok::<_, PyErr>(map_to_python(py, &self.raw)?.unbind()))?;
         Ok(made.bind(py).clone())
     }
 
@@ -883,9 +892,7 @@ impl PyLegacy {
 pub fn record_to_python(py: Python<'_>, record: InferenceRecord) -> PyResult<Bound<'_, PyAny>> {
     match record {
         InferenceRecord::Event(event) => event_to_python(py, Arc::new(event)),
-        InferenceRecord::Legacy(legacy) => {
-            Ok(Bound::new(py, PyLegacy::of(legacy.raw().clone()))?.into_any())
-        }
+        InferenceRecord::Legacy(legacy) => Ok(Bound::new(py, PyLegacy::of(legacy.raw().clone()))?.into_any()),
     }
 }
 

@@ -719,7 +719,36 @@ pub struct ResourceProfiler {
     /// The extractor's resource adapter, or None.
     #[pyo3(get)]
     adapter: Py<PyAny>,
+    /// The caller's context keys, in the caller's order.
+    context_keys: Vec<String>,
+    /// How the last finished profile's host high-water mark was measured
+    /// (`vmhwm_clear_refs`, `vmhwm_at_high_water` or `rss_sampler`), or None
+    /// (tally's own figure: vertebrae's profile has no place for it).
+    #[pyo3(get)]
+    host_memory_method: Option<String>,
 }
+
+/// The keys vertebrae's `finish` writes into a profile's `context`, in its
+/// order; the caller's own keys follow (a key of both keeps its place).
+const VERTEBRAE_CONTEXT_KEYS: [&str; 17] = [
+    "streaming",
+    "call_types",
+    "call_order",
+    "planning_probe_calls",
+    "first_call_materialized",
+    "synchronization_status",
+    "preprocessing_included",
+    "output_conversion_included",
+    "cache_status",
+    "backend",
+    "device",
+    "device_resolution",
+    "asynchronous",
+    "synchronization_method",
+    "weight_dtypes",
+    "resource_adapter",
+    "profiling_device_hint",
+];
 
 #[pymethods]
 impl ResourceProfiler {
@@ -734,6 +763,12 @@ impl ResourceProfiler {
     ) -> PyResult<Self> {
         let settings = config_of(config)?.profiler_config();
         let mut inner = SharedProfiler::for_adapter_type(settings).streaming(streaming);
+        let context_keys = match context {
+            Some(context) => {
+                context.keys().iter().map(|key| key.extract::<String>()).collect::<PyResult<_>>()?
+            }
+            None => Vec::new(),
+        };
         if let Some(context) = context {
             inner = inner.with_context(crate::convert::dict_to_json(context)?);
         }
@@ -766,6 +801,8 @@ impl ResourceProfiler {
             extractor: extractor.clone().unbind(),
             streaming,
             adapter: adapter_object,
+            context_keys,
+            host_memory_method: None,
         })
     }
 
@@ -813,10 +850,31 @@ impl ResourceProfiler {
     /// The profile of the calls measured so far.
     #[pyo3(signature = (*, cache_hit=false))]
     fn finish<'py>(&mut self, py: Python<'py>, cache_hit: bool) -> PyResult<Bound<'py, PyAny>> {
-        let profile = self.inner.finish(cache_hit);
+        let mut profile = self.inner.finish(cache_hit);
+        // vertebrae's context has no such key; the profiler tells it instead.
+        self.host_memory_method = match profile.context.remove("host_memory_method") {
+            Some(Value::String(method)) => Some(method),
+            _ => None,
+        };
         let json = tally_profile::resource_profile_to_dict(&profile)
             .map_err(|error| PyValueError::new_err(error.to_string()))?;
-        build(py, "ResourceProfile", &json)
+        let built = build(py, "ResourceProfile", &json)?;
+        // The context in vertebrae's key order (tally's JSON map is sorted).
+        let context = built.getattr("context")?.cast_into::<PyDict>()?;
+        let ordered = PyDict::new(py);
+        for key in VERTEBRAE_CONTEXT_KEYS.iter().copied().chain(self.context_keys.iter().map(String::as_str))
+        {
+            if let Some(value) = context.get_item(key)? {
+                ordered.set_item(key, value)?;
+            }
+        }
+        for (key, value) in context.iter() {
+            if !ordered.contains(&key)? {
+                ordered.set_item(key, value)?;
+            }
+        }
+        built.setattr("context", ordered)?;
+        Ok(built)
     }
 }
 

@@ -29,9 +29,12 @@ pub struct Expander {
 /// `schema_version` of an expanded v4 row: 3 for an activity whose
 /// metadata names `intervals`, else 2 (stormlog's `_embedded_version`).
 fn embedded_version(row: &Bound<'_, PyDict>) -> PyResult<u32> {
-    let activity = row.get_item("event_type")?.is_some_and(|kind| kind.eq("infer.activity_ref").unwrap_or(false));
+    let activity =
+        row.get_item("event_type")?.is_some_and(|kind| kind.eq("infer.activity_ref").unwrap_or(false));
     let intervals = match row.get_item("metadata")? {
-        Some(metadata) => metadata.cast::<PyDict>().map(|metadata| metadata.contains("intervals")).unwrap_or(Ok(false))?,
+        Some(metadata) => {
+            metadata.cast::<PyDict>().map(|metadata| metadata.contains("intervals")).unwrap_or(Ok(false))?
+        }
         None => false,
     };
     Ok(if activity && intervals { 3 } else { 2 })
@@ -54,8 +57,11 @@ impl Expander {
             "context_id": identity,
             "context": inner.to_json(),
         });
-        let text = serde_json::to_vec(&definition).map_err(|error| PyValueError::new_err(error.to_string()))?;
-        self.decoder.decode_line(&text, line).map_err(|error| PyValueError::new_err(error.reason().to_owned()))?;
+        let text =
+            serde_json::to_vec(&definition).map_err(|error| PyValueError::new_err(error.to_string()))?;
+        self.decoder
+            .decode_line(&text, line)
+            .map_err(|error| PyValueError::new_err(error.reason().to_owned()))?;
         let fields = py.import("dataclasses")?.getattr("asdict")?.call1((context,))?;
         self.contexts.insert(identity.to_owned(), fields.cast_into::<PyDict>()?.unbind());
         Ok(())
@@ -115,7 +121,8 @@ impl LineDicts {
     /// Opens `path` as Python's `open` would.
     pub fn open(path: &Path) -> PyResult<Self> {
         let file = crate::paths::open(path)?;
-        let sniffed = tally_artifact::decompressed(file).map_err(|error| crate::paths::os_error(&error, path))?;
+        let sniffed =
+            tally_artifact::decompressed(file).map_err(|error| crate::paths::os_error(&error, path))?;
         Ok(Self {
             lines: BufReader::with_capacity(1 << 16, sniffed),
             expander: Expander::new(path.display().to_string()),
@@ -127,7 +134,10 @@ impl LineDicts {
     /// The next record and its dict; a line that breaks a rule is
     /// `ValueError("line N: reason")`, as stormlog words it (a line that is
     /// not JSON with Python's own `json` message).
-    pub fn next<'py>(&mut self, py: Python<'py>) -> PyResult<Option<(u64, InferenceRecord, Bound<'py, PyDict>)>> {
+    pub fn next<'py>(
+        &mut self,
+        py: Python<'py>,
+    ) -> PyResult<Option<(u64, InferenceRecord, Bound<'py, PyDict>)>> {
         loop {
             self.buffer.clear();
             let read = self.lines.read_until(b'\n', &mut self.buffer).map_err(PyErr::from)?;

@@ -7,8 +7,8 @@ purpose (docs/PARITY.md) is asserted as such, never skipped:
 
 - host memory: tally reads the kernel's exact high-water mark, so the RSS
   figures differ; ``host_memory.sample_interval_seconds`` is ``None`` unless
-  tally's fallback sampler measured; ``context.host_memory_method`` is a
-  tally-only key naming the method;
+  tally's fallback sampler measured; ``ResourceProfiler.host_memory_method``
+  names the method (the context stays vertebrae's, key for key);
 - timing: durations are integer nanoseconds converted once, so the seconds
   differ run to run (they are checked for consistency instead);
 - ``context.resource_adapter`` is ``module.Class`` of the adapter object, so
@@ -584,7 +584,35 @@ def profile(lib: Lib, adapter: str, script: str, paths: dict, *, config: str = "
     SCRIPTS[script](profiler)
     finished = profiler.finish(cache_hit=cache_hit)
     assert type(finished) is lib.ResourceProfile
-    return dataclasses.asdict(finished)
+    return profile_dict(profiler, finished)
+
+
+def profile_dict(profiler: Any, finished: Any) -> dict:
+    """``asdict`` of a finished profile. tally reports how it measured the
+    host high-water mark beside the profile (whose context is vertebrae's key
+    for key); the checks read it with the context."""
+    result = dataclasses.asdict(finished)
+    if hasattr(profiler, "host_memory_method"):
+        assert "host_memory_method" not in result["context"]
+        if profiler.host_memory_method is not None:
+            result["context"]["host_memory_method"] = profiler.host_memory_method
+    return result
+
+
+@pytest.mark.parametrize("config", sorted(CONFIGS))
+def test_the_finished_context_is_vertebraes_key_for_key_in_order(config):
+    contexts = []
+    for lib in (VERTEBRAE, TALLY):
+        profiler = lib.ResourceProfiler(
+            lib.config(**CONFIGS[config]), lambda batch: batch, streaming=False,
+            context={"zeta": 1, "alpha": 2, "streaming": "caller's"},
+        )
+        profiler.measure_call(lambda: None, samples=2, call_type="batch")
+        profiler.measure_call(lambda: None, samples=3, call_type="batch")
+        contexts.append(profiler.finish().context)
+    theirs, ours = contexts
+    assert list(ours) == list(theirs)
+    assert ours["streaming"] == theirs["streaming"] == "caller's"
 
 
 def same_shape(theirs: Any, ours: Any, path: str = "") -> None:
@@ -793,7 +821,7 @@ def profile_with(lib: Lib, extractor: Any, calls: Callable[[], Any] = lambda: No
     profiler = lib.ResourceProfiler(lib.config(enabled=True), extractor, streaming=False)
     for _ in range(count):
         profiler.measure_call(calls, samples=samples, call_type="batch")
-    return dataclasses.asdict(profiler.finish())
+    return profile_dict(profiler, profiler.finish())
 
 
 # --------------------------------------------------------------------------

@@ -48,14 +48,19 @@ def test_the_omissions_are_exactly_the_documented_ones():
         assert not hasattr(accounting, name), f"{name} is offered now: drop it from OMITTED and docs/PARITY.md"
 
 
-def stormlog_functions():
-    found = []
+def stormlog_exports():
+    """``(name, value)`` of every name stormlog's three modules export."""
     for module_name in STORMLOG_MODULES:
         module = importlib.import_module(module_name)
         for name in module.__all__:
-            value = getattr(module, name)
-            if inspect.isfunction(value) and hasattr(accounting, name):
-                found.append((name, value))
+            yield name, getattr(module, name)
+
+
+def stormlog_functions():
+    found = []
+    for name, value in stormlog_exports():
+        if inspect.isfunction(value) and hasattr(accounting, name):
+            found.append((name, value))
     return found
 
 
@@ -197,13 +202,7 @@ def surface_differences() -> set[str]:
 
 
 def peer_classes():
-    found = []
-    for module_name in STORMLOG_MODULES:
-        module = importlib.import_module(module_name)
-        for name in module.__all__:
-            value = getattr(module, name)
-            if inspect.isclass(value):
-                found.append(("tally.accounting", name, value))
+    found = [("tally.accounting", name, value) for name, value in stormlog_exports() if inspect.isclass(value)]
     vertebrae = importlib.import_module("vertebrae.profiling")
     for name, value in sorted(vars(vertebrae).items()):
         if inspect.isclass(value) and value.__module__ == vertebrae.__name__ and not name.startswith("_"):
