@@ -906,9 +906,13 @@ class ResourceProfiler:
     extractor: Any
     streaming: bool
     adapter: Any
+    #: How the last finished profile's host high-water mark was measured, or None.
+    host_memory_method: str | None
     def __init__(
         self, config: Any, extractor: Any, *, streaming: bool, context: dict[str, Any] | None = None
     ) -> None: ...
+    @property
+    def records(self) -> list[Any]: ...
     def measure_call(
         self,
         fn: Callable[[], Any],
