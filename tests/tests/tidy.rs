@@ -376,3 +376,42 @@ fn every_publishable_crate_has_its_crates_io_metadata() {
     assert!(publishable >= 12, "only {publishable} publishable crates found under crates/");
     assert!(problems.is_empty(), "crates.io metadata missing (docs/RELEASING.md):\n{}", problems.join("\n"));
 }
+
+#[test]
+fn one_version_for_every_crate_and_the_wheel() {
+    // docs/RELEASING.md: every crate under crates/ (the wheel's tally-python
+    // among them: maturin takes its version) has the workspace's version, and
+    // every dependency on one of them asks for exactly that version.
+    let packages = crate_packages();
+    let version = packages
+        .iter()
+        .find(|package| package["name"] == UMBRELLA)
+        .and_then(|package| package["version"].as_str())
+        .expect("the umbrella's version")
+        .to_owned();
+    let names: Vec<&str> = packages.iter().filter_map(|package| package["name"].as_str()).collect();
+    let mut problems = Vec::new();
+    for package in &packages {
+        let name = package["name"].as_str().expect("name");
+        if package["version"] != version.as_str() {
+            problems.push(format!("{name} is version {}, the workspace {version}", package["version"]));
+        }
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let (Some(dependency_name), Some(requirement)) =
+                (dependency["name"].as_str(), dependency["req"].as_str())
+            else {
+                continue;
+            };
+            // Path-only dev-dependencies (tally-testkit, a crate on itself for
+            // a test feature) are left out of a published manifest.
+            if names.contains(&dependency_name)
+                && dependency_name != "tally-testkit"
+                && dependency_name != name
+                && requirement != format!("^{version}")
+            {
+                problems.push(format!("{name} asks for {dependency_name} {requirement}, not ^{version}"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "versions differ:\n{}", problems.join("\n"));
+}
