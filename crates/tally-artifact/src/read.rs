@@ -120,12 +120,18 @@ pub fn read_artifact_from<R: Read + Send>(
     Ok(records)
 }
 
-/// The longest line (record) a reader accepts by default: 256 MiB. A
-/// record of stormlog's is a few hundred bytes to a few kilobytes; the limit
-/// is there so that input without line ends is rejected before it takes
-/// the machine's memory (a reader holds at most about twice the limit),
-/// while real artifacts with huge metadata still pass.
-pub const DEFAULT_MAX_RECORD_BYTES: usize = 256 << 20;
+/// The longest line (record) a reader accepts by default: 8 MiB. A record
+/// of stormlog's is a few hundred bytes to a few kilobytes; the limit is
+/// there so that no input, however hostile, takes the machine's memory. A
+/// line without a line end (`/dev/zero`, a gzip bomb) is held once, up to
+/// the limit; a line within it is parsed, and JSON parsed into values takes
+/// up to about 20 times its text (a metadata array of `0,`s: 32 bytes per
+/// value and the array's growth), about 40 times while the allocator keeps
+/// what it freed; at 8 MiB that is about 320 MB at the worst (measured: a
+/// 7 MiB line of zeros, 156 MB for `validate`, 275 MB for `account`), so
+/// every command stays under 512 MB by default. Real artifacts with huge
+/// metadata pass with a raised limit.
+pub const DEFAULT_MAX_RECORD_BYTES: usize = 8 << 20;
 
 /// The message of a line past the record limit.
 pub(crate) fn too_long(limit: usize) -> String {
@@ -436,6 +442,7 @@ where
             message = source.next_window(None);
         }
     }
+    let long_lines = std::sync::Mutex::new(());
     std::thread::scope(|scope| {
         // Spent windows go back to the reader: no fresh pages per window.
         let (recycle, recycled) = mpsc::channel::<Window>();
@@ -446,6 +453,12 @@ where
         // windows per thread.
         let mut to_decoders = Vec::with_capacity(threads);
         let mut from_decoders = Vec::with_capacity(threads);
+        // A window grown for a line of several windows is decoded by one
+        // decoder at a time: parsed JSON takes up to about 20 times its
+        // text, and lines near the record limit decoded on every core at
+        // once would multiply that by the cores (16 lines of 7 MiB of
+        // zeros: `account` at 386 MB on 2 cores).
+        let long_lines = &long_lines;
         for _ in 0..threads {
             let (planned_sender, planned) = mpsc::sync_channel::<Result<Planned, ArtifactError>>(1);
             let (decoded_sender, decoded) =
@@ -455,6 +468,8 @@ where
             scope.spawn(move || {
                 for message in planned {
                     let result = message.and_then(|planned| {
+                        let _one_at_a_time = (planned.window.filled > 4 * window_bytes)
+                            .then(|| long_lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
                         decoder.decode(planned, start, |window| {
                             let _ = recycle.send(window);
                         })
@@ -623,12 +638,15 @@ impl<S: Read> WindowSource<S> {
                     window.filled = cut;
                     return Ok((window, false));
                 }
-                // Not one complete line yet: read on, with this text in
-                // front, unless it is already past the limit.
+                // Not one complete line yet: read on into the same window,
+                // grown in place, unless it is already past the limit. (A
+                // copy through `carry` held the line twice: about twice
+                // the limit for input with no line end, /dev/zero or a
+                // gzip bomb.)
                 None if window.filled > self.max_record => return Err(io::Error::other(LineTooLong)),
                 None => {
-                    self.carry.extend_from_slice(window.text());
-                    window = self.begin(window, usize::MAX);
+                    self.wanted = self.wanted_after(window.filled);
+                    self.grow(&mut window);
                 }
             }
         }
@@ -638,14 +656,40 @@ impl<S: Read> WindowSource<S> {
     /// now: the carried text in front, and as much again to read.
     fn begin(&mut self, mut window: Window, room: usize) -> Window {
         let carried = self.carry.len();
-        let growth = self.window_bytes.max(carried);
-        self.wanted =
-            (carried + growth).min(self.max_record.saturating_add(self.window_bytes)).max(carried + 1);
+        self.wanted = self.wanted_after(carried);
         self.reserve(&mut window, room.max(carried + 1));
         window.buffer[..carried].copy_from_slice(&self.carry);
         window.filled = carried;
         self.carry.clear();
         window
+    }
+
+    /// How many bytes a window with `carried` bytes of an unfinished line
+    /// in front is to hold: as much again (at least a window) to read, and
+    /// no more than the limit and a window.
+    fn wanted_after(&self, carried: usize) -> usize {
+        let growth = self.window_bytes.max(carried);
+        (carried + growth).min(self.max_record.saturating_add(self.window_bytes)).max(carried + 1)
+    }
+
+    /// Grows a window that holds no line end yet to [`WindowSource::wanted`]
+    /// bytes, its text kept. Once the line is a few windows long, the
+    /// buffer is given room for the longest line the limit lets through at
+    /// once: its pages are touched only as they are read into, and no
+    /// later growth copies the line into a buffer twice its size (holding
+    /// both for the copy), so a line cut at the limit takes about the
+    /// limit, not one and a half times it.
+    fn grow(&self, window: &mut Window) {
+        if window.buffer.len() >= self.wanted {
+            return;
+        }
+        let size = self.wanted + self.window_bytes / 4;
+        let longest = self.max_record.saturating_add(self.window_bytes).saturating_add(self.window_bytes / 4);
+        let capacity = if window.filled >= 4 * self.window_bytes { longest.max(size) } else { size };
+        if window.buffer.capacity() < capacity {
+            window.buffer.reserve_exact(capacity - window.buffer.len());
+        }
+        window.buffer.resize(size, 0);
     }
 
     /// Makes at least `room` bytes of the window usable, at most the

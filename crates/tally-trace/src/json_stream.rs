@@ -52,8 +52,9 @@ pub(crate) struct JsonStream<R> {
     chunk: usize,
     /// What `chunk` returns to once a value fits.
     base_chunk: usize,
-    /// The longest value held to parse it; one past it is an error, so
-    /// memory stays within about twice the limit whatever the document.
+    /// The longest value held to parse it; one past it is an error, and
+    /// the buffer holds at most a chunk more, so memory stays within about
+    /// the limit whatever the document.
     max_value: usize,
     /// An absolute offset the stream reads up to and no further while it
     /// may be where another thread started reading ([`JsonStream::pause_at`]).
@@ -155,6 +156,10 @@ impl<R: Read> JsonStream<R> {
             self.start = 0;
         }
         let room = usize::try_from(self.pause_at - read_to).map_or(self.chunk, |room| room.min(self.chunk));
+        // No more than a chunk past the limit: a value cut there is past it
+        // and an error, so a doubled chunk would only hold more of it (a
+        // buffer of up to twice the limit, and its growth's copy).
+        let room = room.min(self.max_value.saturating_sub(self.end).max(self.base_chunk));
         let wanted = self.end + room;
         if self.buffer.len() < wanted {
             // A value cut by the chunk's end leaves a few hundred bytes
@@ -244,6 +249,11 @@ impl<R: Read> JsonStream<R> {
                     let used = match &parsed {
                         Parsed::Value(_, used) | Parsed::Mismatch(_, used) => *used,
                     };
+                    // A value that happened to fit the buffer is held to the
+                    // limit all the same.
+                    if used > self.max_value {
+                        return Err(StreamError::TooLarge { offset: self.offset(), limit: self.max_value });
+                    }
                     self.start += used;
                     // The growth was for one long value; later reads need
                     // no more than the usual chunk.

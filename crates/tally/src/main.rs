@@ -88,7 +88,7 @@ fn main() -> ExitCode {
         // to say, and no one to say it to.
         Err(error) if cmd::output::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("tally: error: {error:#}");
+            eprintln!("tally: error: {}", cmd::output::trace_message(format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

@@ -108,7 +108,7 @@ pub(crate) fn resolve_files(
     };
     resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {
         RunError::Artifact(error) => super::output::artifact_message(&error),
-        other => other.to_string(),
+        other => super::output::trace_message(other.to_string()),
     })
 }
 

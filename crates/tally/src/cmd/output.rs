@@ -141,12 +141,14 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 pub struct LimitArgs {
     /// The longest artifact line (record) accepted, in bytes (suffixes K, M,
     /// G are powers of 1024): input without line ends stops there instead of
-    /// taking the machine's memory.
-    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = parse_size)]
+    /// taking the machine's memory. A line is parsed into up to about 40
+    /// times its size: at the default no input takes more than about 400 MB.
+    #[arg(long, value_name = "BYTES", default_value = "8M", value_parser = parse_size)]
     pub max_record_bytes: usize,
     /// The largest JSON document read whole (a share model, a request, a
-    /// profile), in bytes (suffixes K, M, G).
-    #[arg(long, value_name = "BYTES", default_value = "64M", value_parser = parse_size)]
+    /// profile), in bytes (suffixes K, M, G); parsed into up to about 20
+    /// times its size.
+    #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = parse_size)]
     pub max_document_bytes: usize,
 }
 
@@ -212,6 +214,17 @@ pub fn write_atomically<T>(
     let value = write(&mut file)?;
     file.commit().with_context(|| format!("writing {}", target.display()))?;
     Ok(value)
+}
+
+/// A trace error as a command prints it: where the event limit was hit
+/// (tally-trace's `ValueTooLarge`, which names no flag), it also says which
+/// flag raises it.
+pub fn trace_message(message: String) -> String {
+    if message.contains("than the event limit of") && !message.contains("--max-event-bytes") {
+        format!("{message} (raise it with --max-event-bytes)")
+    } else {
+        message
+    }
 }
 
 /// An artifact error as a command prints it: where a limit was hit, it also
