@@ -1052,7 +1052,20 @@ pub fn account_paths(
     for path in &paths {
         crate::paths::open(path)?;
     }
-    let run = py.detach(|| tally_ingest::resolve_paths(&paths)).map_err(crate::codec::run_error)?;
+    let run = py
+        .detach(|| {
+            let inputs = tally_ingest::open_inputs(&paths, None)?;
+            let import = |traces: &[&tally_trace::OpenedInput]| tally_ingest::default_import_options(traces, None);
+            let options = tally_ingest::RunOptions {
+                max_record_bytes: crate::paths::MAX_RECORD_BYTES,
+                import: &import,
+                keep_labels: false,
+                threads: 0,
+                inline_small_inputs: true,
+            };
+            tally_ingest::resolve_inputs(inputs, &options, &mut tally_ingest::Unwatched)
+        })
+        .map_err(crate::codec::run_error)?;
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
     let accounting = RunAccounting::from_owned(py, owned)?;

@@ -41,7 +41,8 @@ type Reader = ArtifactReader<BufReader<Sniffed<File>>>;
 fn reader(path: &Path) -> PyResult<Reader> {
     let file = crate::paths::open(path)?;
     let sniffed = tally_artifact::decompressed(file).map_err(|error| crate::paths::os_error(&error, path))?;
-    Ok(ArtifactReader::new(BufReader::with_capacity(1 << 16, sniffed), path.display().to_string()))
+    Ok(ArtifactReader::new(BufReader::with_capacity(1 << 16, sniffed), path.display().to_string())
+        .with_max_record_bytes(crate::paths::MAX_RECORD_BYTES))
 }
 
 /// Streams an artifact into a new list: batches are decoded in parallel
@@ -64,7 +65,10 @@ fn stream_list<'py, T: Send>(
         tally_artifact::read_mapped(
             file,
             &name,
-            &tally_artifact::ReadOptions::default(),
+            &tally_artifact::ReadOptions {
+                max_record_bytes: crate::paths::MAX_RECORD_BYTES,
+                ..tally_artifact::ReadOptions::default()
+            },
             |batch| batch.records.into_iter().map(&prepare).collect::<Vec<T>>(),
             |items| {
                 Python::attach(|py| {

@@ -8,6 +8,12 @@ use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
+/// The longest artifact line the Python API reads. stormlog reads a line
+/// of any length, so the limit is far past any real record (the command's
+/// default is much lower: it guards shared machines against hostile
+/// input); the reader touches a long line's pages only as it reads them.
+pub const MAX_RECORD_BYTES: usize = 1 << 30;
+
 /// An error opening or reading `path` as Python raises it: the `OSError`
 /// subclass of its errno (`FileNotFoundError`, `PermissionError`,
 /// `IsADirectoryError`, ...) with `errno`, `strerror` and `filename`, as
