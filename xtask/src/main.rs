@@ -13,8 +13,13 @@
 //!   every parser (fuzz/README.md).
 //! - `gpu-check [NAME...]`: the checks that need a GPU; each says it
 //!   skipped, and why, on a machine without one.
+//! - `dist`: the release artifacts in `target/dist/`: the `tally-ml` wheel
+//!   (manylinux_2_28, with the `tally` command), its sdist and the `.crate`
+//!   files (docs/RELEASING.md). `wheel-check [--reference BIN]` installs
+//!   that wheel into a fresh venv and runs it without a Rust toolchain.
 
 mod bench;
+mod dist;
 mod fuzz;
 mod gpu_check;
 mod python;
@@ -35,6 +40,8 @@ fn main() -> anyhow::Result<()> {
         "bench-generate-real-trace" => bench::generate_real_trace(&rest),
         "gpu-check" => gpu_check::run(&rest),
         "fuzz" => fuzz::run(&rest),
+        "dist" => dist::run(&rest),
+        "wheel-check" => dist::wheel_check(&rest),
         "python" => {
             println!("{}", python::ensure_venv()?.display());
             Ok(())
@@ -44,7 +51,9 @@ fn main() -> anyhow::Result<()> {
             Ok(())
         }
         _ => {
-            eprintln!("usage: cargo xtask <test|bench|python|python-hta|gpu-check|fuzz|boundaries> [args]");
+            eprintln!(
+                "usage: cargo xtask <test|bench|python|python-hta|gpu-check|fuzz|dist|boundaries> [args]"
+            );
             std::process::exit(2);
         }
     }

@@ -22,6 +22,13 @@ pub(crate) fn ensure_hta_venv() -> anyhow::Result<PathBuf> {
     ensure_venv_at(".venv-hta", "python/requirements-hta.txt")
 }
 
+/// Creates or refreshes `target/dist-venv`, the release build's tools
+/// (`python/requirements-dist.txt`: maturin, zig, cargo-zigbuild,
+/// auditwheel), and returns its interpreter.
+pub(crate) fn ensure_dist_venv() -> anyhow::Result<PathBuf> {
+    ensure_venv_at("target/dist-venv", "python/requirements-dist.txt")
+}
+
 /// The venv `venv` (relative to the workspace root) with the packages of
 /// `requirements`, in one pip call. The file's text is kept in the venv as
 /// a stamp: an unchanged file means nothing to install.
@@ -82,12 +89,15 @@ pub(crate) fn status(command: &mut Command, what: &str) -> anyhow::Result<()> {
 /// venv of `python`; cargo's incremental build makes a rebuild of an
 /// unchanged tree take seconds.
 pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
+    // The distribution is `tally-ml` (PyPI's `tally` is another project);
+    // wheel file names spell it `tally_ml`.
+    const WHEEL_PREFIX: &str = "tally_ml-";
     let root = workspace_root();
     let wheels = root.join("target/wheels");
     // Only this build's wheel may be installed.
     if let Ok(entries) = std::fs::read_dir(&wheels) {
         for entry in entries.flatten() {
-            if entry.file_name().to_string_lossy().starts_with("tally-") {
+            if entry.file_name().to_string_lossy().starts_with(WHEEL_PREFIX) {
                 std::fs::remove_file(entry.path())?;
             }
         }
@@ -114,10 +124,10 @@ pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
         .find(|path| {
             path.file_name().is_some_and(|name| {
                 let name = name.to_string_lossy();
-                name.starts_with("tally-") && name.ends_with(".whl")
+                name.starts_with(WHEEL_PREFIX) && name.ends_with(".whl")
             })
         })
-        .with_context(|| format!("maturin wrote no tally wheel into {}", wheels.display()))?;
+        .with_context(|| format!("maturin wrote no tally-ml wheel into {}", wheels.display()))?;
     status(
         Command::new(python)
             .args([
@@ -130,6 +140,6 @@ pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
                 "--no-deps",
             ])
             .arg(&wheel),
-        "pip install the tally wheel",
+        "pip install the tally-ml wheel",
     )
 }
