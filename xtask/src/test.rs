@@ -64,7 +64,8 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
         cargo_at_root().args(["test", "--workspace", "--all-features"]).env("TALLY_SKIP_LOG", &skip_log),
         "cargo test",
     )
-    .and_then(|()| python_tests(&python, &environment, &skip_log));
+    .and_then(|()| python_tests(&python, &environment, &skip_log))
+    .and_then(|()| wheel_tests());
     print_skips(&skip_log)?;
     tested
 }
@@ -84,6 +85,15 @@ fn python_tests(python: &Path, environment: &[(String, OsString)], skip_log: &Pa
             .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "crates/tally-python/tests"]),
         "pytest crates/tally-python/tests",
     )
+}
+
+/// The release wheel (`cargo xtask dist`: manylinux_2_28, with the `tally`
+/// command) installed into a fresh venv and run with no Rust toolchain on
+/// PATH; its command must print what the debug build `cargo test` made
+/// prints.
+fn wheel_tests() -> anyhow::Result<()> {
+    crate::dist::run(&[])?;
+    crate::dist::check_wheel(&workspace_root().join("target/debug/tally"))
 }
 
 /// The skip lines the tests appended, sorted and without repeats (a test
