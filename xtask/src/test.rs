@@ -3,7 +3,7 @@
 //! It installs what the tests need by itself, so a fresh machine needs only
 //! Rust and Python: Debian packages for native pieces, the Python references
 //! and runtimes into `.venv`, Holistic Trace Analysis into `.venv-hta`, then
-//! format, lint, docs and every test with every feature.
+//! format, lint, docs, packaging and every test with every feature.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -54,6 +54,7 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
             .env("RUSTDOCFLAGS", "-D warnings"),
         "cargo doc",
     )?;
+    package_crates(&cargo_at_root)?;
     // Tests that cannot run here append why to this file (tally-testkit's
     // `skip`); cargo test shows no output of a passing test, so the list is
     // printed here, failed run or not.
@@ -68,6 +69,21 @@ pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
     .and_then(|()| wheel_tests());
     print_skips(&skip_log)?;
     tested
+}
+
+/// Every publishable crate packages for crates.io: its manifest as a
+/// registry sees it (no dev-dependency cycle, no path-only dependency), its
+/// README and its files (`cargo package`, not verified: the test run builds
+/// them). docs/RELEASING.md.
+fn package_crates(cargo_at_root: &dyn Fn() -> Command) -> anyhow::Result<()> {
+    // `publish = false`, which `cargo package --workspace` would package too.
+    let unpublished = ["tally-python", "tally-testkit", "tally-tests", "xtask"];
+    let mut command = cargo_at_root();
+    command.args(["package", "--workspace", "--no-verify", "--allow-dirty"]);
+    for name in unpublished {
+        command.args(["--exclude", name]);
+    }
+    status(&mut command, "cargo package")
 }
 
 /// The `tally` Python package, built into the venv, and its pytest suite
