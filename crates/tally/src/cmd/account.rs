@@ -84,7 +84,7 @@ pub(crate) enum Purpose {
 }
 
 /// Reads every file of one run and resolves their records together as
-/// they stream by (`tally::run`), with a progress bar on a terminal. The
+/// they stream by (`tally_ml::run`), with a progress bar on a terminal. The
 /// error is the first rejection, ready to print (`FILE: line N: reason`).
 pub(crate) fn resolve_files(
     files: &[PathBuf],
