@@ -118,7 +118,7 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     remove_staged(&staged)?;
     built?;
 
-    let wheel = find_wheel(&dist)?;
+    let wheel = crate::python::find_wheel(&dist)?;
     let name = file_name(&wheel);
     let expected = format!("tally_ml-{version}-cp310-abi3-{PLATFORM_TAG}.whl");
     if name != expected {
@@ -263,7 +263,7 @@ pub(crate) fn check_wheel(reference: &Path) -> anyhow::Result<()> {
     if !reference.is_file() {
         bail!("no {} to compare the wheel's command with (build it first)", reference.display());
     }
-    let wheel = find_wheel(&root.join("target/dist"))?;
+    let wheel = crate::python::find_wheel(&root.join("target/dist"))?;
     let venv = root.join("target/wheel-check-venv");
     if venv.exists() {
         std::fs::remove_dir_all(&venv).with_context(|| format!("removing {}", venv.display()))?;
@@ -273,20 +273,7 @@ pub(crate) fn check_wheel(reference: &Path) -> anyhow::Result<()> {
     let bin = venv.join("bin");
     let python = bin.join("python");
     // From the file alone: the wheel has no dependencies to fetch.
-    status(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--no-index",
-                "--no-deps",
-            ])
-            .arg(&wheel),
-        "pip install the tally-ml wheel",
-    )?;
+    crate::python::pip_install_wheel(&python, &wheel, &["--no-index"])?;
     let scratch = root.join("target/wheel-check");
     if scratch.exists() {
         std::fs::remove_dir_all(&scratch)?;
@@ -412,24 +399,6 @@ fn checked(command: &mut Command, what: &str) -> anyhow::Result<String> {
         );
     }
     String::from_utf8(stdout).with_context(|| format!("{what} printed other than UTF-8"))
-}
-
-/// The one `tally_ml-*.whl` in `dist`.
-fn find_wheel(dist: &Path) -> anyhow::Result<PathBuf> {
-    let wheels: Vec<PathBuf> = std::fs::read_dir(dist)
-        .with_context(|| format!("reading {} (run `cargo xtask dist` first)", dist.display()))?
-        .flatten()
-        .map(|entry| entry.path())
-        .filter(|path| {
-            let name = file_name(path);
-            name.starts_with("tally_ml-") && name.ends_with(".whl")
-        })
-        .collect();
-    match wheels.as_slice() {
-        [wheel] => Ok(wheel.clone()),
-        [] => bail!("no tally_ml wheel in {} (run `cargo xtask dist` first)", dist.display()),
-        _ => bail!("several tally_ml wheels in {}: {wheels:?}", dist.display()),
-    }
 }
 
 /// The workspace version (`[workspace.package] version` of Cargo.toml):

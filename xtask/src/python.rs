@@ -89,9 +89,6 @@ pub(crate) fn status(command: &mut Command, what: &str) -> anyhow::Result<()> {
 /// venv of `python`; cargo's incremental build makes a rebuild of an
 /// unchanged tree take seconds.
 pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
-    // The distribution is `tally-ml` (PyPI's `tally` is another project);
-    // wheel file names spell it `tally_ml`.
-    const WHEEL_PREFIX: &str = "tally_ml-";
     let root = workspace_root();
     let wheels = root.join("target/wheels");
     // Only this build's wheel may be installed.
@@ -118,28 +115,42 @@ pub(crate) fn install_package(python: &Path) -> anyhow::Result<()> {
             .arg(&wheels),
         "maturin build (crates/tally-python)",
     )?;
-    let wheel = std::fs::read_dir(&wheels)?
+    let wheel = find_wheel(&wheels)?;
+    pip_install_wheel(python, &wheel, &["--force-reinstall"])
+}
+
+/// The distribution is `tally-ml` (PyPI's `tally` is another project);
+/// wheel file names spell it `tally_ml`.
+const WHEEL_PREFIX: &str = "tally_ml-";
+
+/// The one tally-ml wheel in `folder`.
+pub(crate) fn find_wheel(folder: &Path) -> anyhow::Result<PathBuf> {
+    let wheels: Vec<PathBuf> = std::fs::read_dir(folder)
+        .with_context(|| format!("reading {}", folder.display()))?
         .flatten()
         .map(|entry| entry.path())
-        .find(|path| {
+        .filter(|path| {
             path.file_name().is_some_and(|name| {
                 let name = name.to_string_lossy();
                 name.starts_with(WHEEL_PREFIX) && name.ends_with(".whl")
             })
         })
-        .with_context(|| format!("maturin wrote no tally-ml wheel into {}", wheels.display()))?;
+        .collect();
+    match wheels.as_slice() {
+        [wheel] => Ok(wheel.clone()),
+        [] => bail!("no tally_ml wheel in {}", folder.display()),
+        _ => bail!("several tally_ml wheels in {}: {wheels:?}", folder.display()),
+    }
+}
+
+/// `python -m pip install --no-deps OPTIONS WHEEL`, quietly: the wheel has
+/// no dependencies to fetch.
+pub(crate) fn pip_install_wheel(python: &Path, wheel: &Path, options: &[&str]) -> anyhow::Result<()> {
     status(
         Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "--force-reinstall",
-                "--no-deps",
-            ])
-            .arg(&wheel),
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"])
+            .args(options)
+            .arg(wheel),
         "pip install the tally-ml wheel",
     )
 }
