@@ -16,11 +16,14 @@ mod convert;
 mod dataclass;
 mod decode;
 mod embedding;
+mod event_fields;
 mod gc;
 mod model;
 mod paths;
+mod profiler;
 mod profiling;
 mod records;
+mod results;
 mod trace;
 
 use pyo3::prelude::*;
@@ -35,6 +38,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     use accounting::*;
     use codec::*;
     use model::*;
+    use results::*;
     module.add_class::<PyEntityRef>()?;
     module.add_class::<PyContext>()?;
     module.add_class::<PyEvent>()?;
@@ -84,7 +88,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
 
     module.add_function(wrap_pyfunction!(profiling::_check_dataclass, module)?)?;
     profiling::register(module)?;
-    module.add_class::<profiling::ResourceProfiler>()?;
+    module.add_class::<profiler::ResourceProfiler>()?;
     module.add_class::<profiling::BaseResourceProfileAdapter>()?;
     adapters::register(module)?;
     module.add_function(wrap_pyfunction!(profiling::resource_profile_columns, module)?)?;
