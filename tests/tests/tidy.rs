@@ -7,6 +7,9 @@
 //!   tally-distributed and the umbrella see both; framework adapters are
 //!   depended on by the umbrella and the Python package's features alone,
 //!   and the Python package builds no native runtime;
+//! - the crate table (what each crate may depend on, dev-dependencies
+//!   included, and its half) is the manifests' dependencies on our crates,
+//!   no more and no less;
 //! - only the umbrella knows the command line: no library crate's message
 //!   names a command-line flag;
 //! - every crate under crates/ is `publish = false` or carries what
@@ -112,9 +115,9 @@ fn tree_of(package: &str, depth: Option<&str>, extra: &[&str]) -> Vec<String> {
     names
 }
 
-/// Every package under `crates/`, from `cargo metadata` (workspace
-/// inheritance resolved), sorted by name.
-fn crate_packages() -> Vec<serde_json::Value> {
+/// Every package of the workspace (`crates/*`, `tests`, `xtask`), from
+/// `cargo metadata` (workspace inheritance resolved), sorted by name.
+fn workspace_packages() -> Vec<serde_json::Value> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let output = Command::new(cargo)
         .current_dir(workspace_root())
@@ -123,18 +126,15 @@ fn crate_packages() -> Vec<serde_json::Value> {
         .expect("cargo runs");
     assert!(output.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&output.stderr));
     let metadata: serde_json::Value = serde_json::from_slice(&output.stdout).expect("cargo metadata's JSON");
-    let crates_dir = workspace_root().join("crates");
-    let mut packages: Vec<serde_json::Value> = metadata["packages"]
-        .as_array()
-        .expect("packages")
-        .iter()
-        .filter(|package| {
-            package["manifest_path"].as_str().is_some_and(|path| Path::new(path).starts_with(&crates_dir))
-        })
-        .cloned()
-        .collect();
+    let mut packages = metadata["packages"].as_array().expect("packages").clone();
     packages.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
     packages
+}
+
+/// Every package under `crates/`, sorted by name.
+fn crate_packages() -> Vec<serde_json::Value> {
+    let crates_dir = workspace_root().join("crates");
+    workspace_packages().into_iter().filter(|package| package_dir(package).starts_with(&crates_dir)).collect()
 }
 
 /// The folder of a package from [`crate_packages`].
@@ -234,6 +234,293 @@ fn the_two_halves_never_depend_on_each_other() {
         checked += 1;
     }
     assert!(checked >= 12, "only {checked} crates found under crates/");
+}
+
+/// One row of the crate table in docs/ARCHITECTURE.md ("Arrows point down").
+struct TableRow {
+    /// The row as written, for messages.
+    text: String,
+    /// The packages it is about (`tests/` and `xtask/` are folders: their
+    /// packages).
+    crates: Vec<String>,
+    /// Its "half" column.
+    half: String,
+    /// Its "may depend on (ours)" column: each crate with whether the row puts
+    /// it behind a feature; `None` for "anything".
+    may_use: Option<Vec<(String, bool)>>,
+    /// Its "dev-dependencies (ours)" column: the dev-dependencies it may have
+    /// beyond tally-testkit, itself and `may_use`; `None` for "anything".
+    dev: Option<Vec<String>>,
+}
+
+/// `text` without its parenthesized remarks ("(its backends)").
+fn without_parentheses(text: &str) -> String {
+    let mut depth = 0usize;
+    let mut kept = String::new();
+    for character in text.chars() {
+        match character {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ if depth == 0 => kept.push(character),
+            _ => {}
+        }
+    }
+    kept
+}
+
+/// The crates a dependency cell names, as package names, each with whether
+/// it is behind a feature; `None` for "anything". The cell is clauses
+/// separated by `;`, each a comma-separated list of short names (`gpu-time`
+/// for `tally-gpu-time`) or package names, "nothing" or "—"; a clause ending
+/// in "behind features" or "with `FEATURE`" is behind a feature, and "the
+/// Python forms of" only says which form of an adapter is used.
+fn crates_in_cell(cell: &str) -> Option<Vec<(String, bool)>> {
+    let cell = without_parentheses(cell);
+    if cell.trim() == "anything" {
+        return None;
+    }
+    let mut named = Vec::new();
+    for clause in cell.split(';') {
+        let (names, behind_feature) = match clause.split_once(" with `") {
+            Some((names, _feature)) => (names, true),
+            None => match clause.split_once(" behind features") {
+                Some((names, _)) => (names, true),
+                None => (clause, false),
+            },
+        };
+        let names = names.replace("the Python forms of ", "");
+        for name in names.split(',').map(str::trim) {
+            if name == "nothing" || name == "—" {
+                continue;
+            }
+            let package = if name.starts_with("tally-") { name.to_owned() } else { format!("tally-{name}") };
+            named.push((package, behind_feature));
+        }
+    }
+    Some(named)
+}
+
+/// The crate table of docs/ARCHITECTURE.md, its columns found by their
+/// headers. `packages` turns a folder (`xtask/`) into its package.
+fn architecture_table(packages: &[serde_json::Value]) -> Vec<TableRow> {
+    let path = workspace_root().join("docs/ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&path).expect("docs/ARCHITECTURE.md");
+    let cells = |line: &str| -> Vec<String> {
+        let inner = line.trim().trim_start_matches('|').trim_end_matches('|');
+        inner.split('|').map(|cell| cell.trim().to_owned()).collect()
+    };
+    let mut lines = text.lines().skip_while(|line| !line.starts_with("| crate | half |"));
+    let header = cells(lines.next().expect("docs/ARCHITECTURE.md has a `| crate | half | ...` table"));
+    let column = |title: &str| {
+        header
+            .iter()
+            .position(|cell| cell == title)
+            .unwrap_or_else(|| panic!("the crate table has no {title:?} column"))
+    };
+    let (crate_column, half_column) = (column("crate"), column("half"));
+    let (uses_column, dev_column) = (column("may depend on (ours)"), column("dev-dependencies (ours)"));
+    let package_in = |folder: &str| {
+        let dir = workspace_root().join(folder);
+        let package = packages.iter().find(|package| package_dir(package) == dir);
+        package.and_then(|package| package["name"].as_str()).map(str::to_owned)
+    };
+    lines
+        .skip(1) // the `| --- |` line
+        .take_while(|line| line.starts_with('|'))
+        .map(|line| {
+            let row = cells(line);
+            assert_eq!(
+                row.len(),
+                header.len(),
+                "a row of the crate table with another number of cells: {line}"
+            );
+            let mut crates = Vec::new();
+            for name in row[crate_column].split('`').skip(1).step_by(2) {
+                let package = if name.ends_with('/') {
+                    package_in(name)
+                        .unwrap_or_else(|| panic!("no package in the folder {name} of the row {line}"))
+                } else {
+                    name.to_owned()
+                };
+                if !crates.contains(&package) {
+                    crates.push(package);
+                }
+            }
+            let dev = crates_in_cell(&row[dev_column]);
+            TableRow {
+                text: line.to_owned(),
+                crates,
+                half: row[half_column].clone(),
+                may_use: crates_in_cell(&row[uses_column]),
+                dev: dev.map(|dev| dev.into_iter().map(|(name, _)| name).collect()),
+            }
+        })
+        .collect()
+}
+
+/// One dependency of a workspace package on another.
+struct Dependency {
+    from: String,
+    to: String,
+    /// `normal`, `build` or `dev`.
+    kind: &'static str,
+    optional: bool,
+}
+
+/// Every dependency of a workspace package on a workspace package, as its
+/// manifest declares it (normal, build and dev; optional ones too).
+fn internal_dependencies(packages: &[serde_json::Value]) -> Vec<Dependency> {
+    let names: Vec<&str> = packages.iter().filter_map(|package| package["name"].as_str()).collect();
+    let mut found = Vec::new();
+    for package in packages {
+        for dependency in package["dependencies"].as_array().into_iter().flatten() {
+            let to = dependency["name"].as_str().expect("a dependency's name");
+            if !names.contains(&to) {
+                continue;
+            }
+            found.push(Dependency {
+                from: package["name"].as_str().expect("name").to_owned(),
+                to: to.to_owned(),
+                kind: match dependency["kind"].as_str() {
+                    None => "normal",
+                    Some("build") => "build",
+                    Some("dev") => "dev",
+                    Some(other) => panic!("a dependency of kind {other:?}"),
+                },
+                optional: dependency["optional"].as_bool().unwrap_or(false),
+            });
+        }
+    }
+    found
+}
+
+/// Where `krate`'s dependencies on our crates and its `row` of the crate
+/// table differ, each as a message naming the arrow and the row.
+fn differences_from_row(row: &TableRow, krate: &str, dependencies: &[Dependency]) -> Vec<String> {
+    let mut problems = Vec::new();
+    let of = |dev: bool| dependencies.iter().filter(move |d| d.from == krate && (d.kind == "dev") == dev);
+    let in_row = |to: &str| row.may_use.iter().flatten().find(|(name, _)| name == to);
+    // What it uses (normal and build dependencies), optional ones behind a
+    // feature; and no more than it uses.
+    if let Some(may_use) = &row.may_use {
+        for dependency in of(false) {
+            let optional = if dependency.optional { ", optional" } else { "" };
+            let arrow = format!("{krate} -> {} ({} dependency{optional})", dependency.to, dependency.kind);
+            match in_row(&dependency.to) {
+                None => problems.push(format!("{arrow} is not in its row\n    {}", row.text)),
+                Some((_, behind_feature)) if *behind_feature != dependency.optional => {
+                    let behind = if *behind_feature { "behind" } else { "not behind" };
+                    problems.push(format!("{arrow} is {behind} a feature in its row\n    {}", row.text));
+                }
+                Some(_) => {}
+            }
+        }
+        for (listed, _) in may_use {
+            if !of(false).any(|dependency| dependency.to == *listed) {
+                problems.push(format!(
+                    "{krate} -> {listed} is in its row but not a dependency\n    {}",
+                    row.text
+                ));
+            }
+        }
+    }
+    // Its dev-dependencies: tally-testkit, itself, what it may use and its
+    // dev-dependencies column; and every one of that column.
+    if let Some(dev) = &row.dev {
+        for dependency in of(true) {
+            let to = dependency.to.as_str();
+            let allowed =
+                to == "tally-testkit" || to == krate || in_row(to).is_some() || dev.iter().any(|d| d == to);
+            if !allowed {
+                problems
+                    .push(format!("{krate} -> {to} (dev-dependency) is not in its row\n    {}", row.text));
+            }
+        }
+        for listed in dev {
+            if !of(true).any(|dependency| dependency.to == *listed) {
+                problems.push(format!(
+                    "{krate} -> {listed} is in its row but not a dev-dependency\n    {}",
+                    row.text
+                ));
+            }
+        }
+    }
+    problems
+}
+
+#[test]
+fn the_architecture_table_lists_every_internal_dependency() {
+    // docs/ARCHITECTURE.md's crate table, held to the manifests both ways:
+    // every dependency on one of ours is in its crate's row (optional ones
+    // in a clause behind a feature, the others outside one), and every crate
+    // a row names is a dependency. Dev-dependencies may be tally-testkit, the
+    // crate itself (for a test feature) or what the row lists in either column.
+    let packages = workspace_packages();
+    let names: Vec<&str> = packages.iter().filter_map(|package| package["name"].as_str()).collect();
+    let table = architecture_table(&packages);
+    let dependencies = internal_dependencies(&packages);
+    let mut problems = Vec::new();
+    for name in &names {
+        let rows = table.iter().filter(|row| row.crates.iter().any(|krate| krate == name)).count();
+        if rows != 1 {
+            problems.push(format!("{name} has {rows} rows in the table (one each)"));
+        }
+    }
+    for row in &table {
+        let listed = row.may_use.iter().flatten().map(|(name, _)| name).chain(row.dev.iter().flatten());
+        for name in row.crates.iter().chain(listed) {
+            if !names.contains(&name.as_str()) {
+                problems.push(format!("{name} is no workspace package, in the row\n    {}", row.text));
+            }
+        }
+        for krate in &row.crates {
+            problems.extend(differences_from_row(row, krate, &dependencies));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/ARCHITECTURE.md's crate table and the manifests differ:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_architecture_table_halves_are_the_tidy_lists() {
+    // The "half" column and this file's lists of the halves say the same.
+    let table = architecture_table(&workspace_packages());
+    let mut problems = Vec::new();
+    for row in &table {
+        for krate in &row.crates {
+            let half = row.half.as_str();
+            let expected = [
+                ("ACCOUNTING_HALF", half == "accounting", ACCOUNTING_HALF.contains(&krate.as_str())),
+                ("PROFILE_HALF", half.starts_with("profile"), PROFILE_HALF.contains(&krate.as_str())),
+                ("ADAPTERS", half.starts_with("profile (adapter"), ADAPTERS.contains(&krate.as_str())),
+                (
+                    "BOTH_HALVES",
+                    half == "both" && krate != "tally-core",
+                    BOTH_HALVES.contains(&krate.as_str()),
+                ),
+            ];
+            for (list, in_table, in_list) in expected {
+                if in_table != in_list {
+                    let is = if in_list { "is" } else { "is not" };
+                    problems
+                        .push(format!("{krate} {is} in {list}, but its half is {half:?}\n    {}", row.text));
+                }
+            }
+        }
+    }
+    for name in ACCOUNTING_HALF.iter().chain(PROFILE_HALF).chain(ADAPTERS).chain(BOTH_HALVES) {
+        if !table.iter().any(|row| row.crates.iter().any(|krate| krate == name)) {
+            problems.push(format!("{name} has no row in the table"));
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "docs/ARCHITECTURE.md's halves and tidy.rs's differ:\n{}",
+        problems.join("\n")
+    );
 }
 
 /// `--flag` spelled inside a string literal of a library crate's source
