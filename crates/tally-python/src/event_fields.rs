@@ -2,6 +2,8 @@
 //! which fields a class has (required, optional, holding a reference), and
 //! each field's value read from the Rust event.
 
+use std::sync::LazyLock;
+
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use tally_core::{
@@ -108,92 +110,55 @@ fn activity_field<'a>(body: &'a ActivityRef, name: &str) -> Option<FieldValue<'a
 }
 
 /// The stormlog fields of each event type after the common three (context,
-/// event_id, metadata), in declaration order, and which are required.
+/// event_id, metadata), in declaration order, and which are required: read
+/// from the class's declaration in [`crate::dataclass::CLASSES`], the one
+/// table of stormlog's fields.
 pub(crate) struct EventFields {
     pub(crate) class: &'static str,
-    pub(crate) required: &'static [&'static str],
-    pub(crate) optional: &'static [&'static str],
+    pub(crate) required: Vec<&'static str>,
+    pub(crate) optional: Vec<&'static str>,
     /// The fields holding an `EntityRef`.
-    pub(crate) references: &'static [&'static str],
+    pub(crate) references: Vec<&'static str>,
 }
 
+/// Each event type and the class stormlog writes it as.
+const EVENT_CLASSES: [(EventType, &str); 8] = [
+    (EventType::Artifact, "ArtifactIdentityEvent"),
+    (EventType::Request, "RequestEvent"),
+    (EventType::Iteration, "IterationEvent"),
+    (EventType::Stage, "StageEvent"),
+    (EventType::Membership, "MembershipEvent"),
+    (EventType::ActivityRef, "ActivityReferenceEvent"),
+    (EventType::Capabilities, "CapabilityEvent"),
+    (EventType::ClockAlignment, "ClockAlignmentEvent"),
+];
+
+static EVENT_FIELDS: LazyLock<Vec<(EventType, EventFields)>> = LazyLock::new(|| {
+    EVENT_CLASSES
+        .iter()
+        .filter_map(|&(event_type, name)| {
+            let class = crate::dataclass::CLASSES.iter().find(|class| class.name == name)?;
+            let own = class.fields;
+            let names = |keep: &dyn Fn(&crate::dataclass::Field) -> bool| {
+                own.iter().filter(|field| keep(field)).map(|field| field.name).collect()
+            };
+            Some((
+                event_type,
+                EventFields {
+                    class: name,
+                    required: names(&|field| matches!(field.default, crate::dataclass::Default::Required)),
+                    optional: names(&|field| !matches!(field.default, crate::dataclass::Default::Required)),
+                    references: names(&|field| field.annotation.starts_with("EntityRef")),
+                },
+            ))
+        })
+        .collect()
+});
+
+/// The fields of `event_type`'s class.
 pub(crate) fn fields_of(event_type: EventType) -> &'static EventFields {
-    match event_type {
-        EventType::Artifact => &EventFields {
-            class: "ArtifactIdentityEvent",
-            required: &["artifact_kind", "created_at_ns"],
-            optional: &[],
-            references: &[],
-        },
-        EventType::Request => &EventFields {
-            class: "RequestEvent",
-            required: &["request_ref"],
-            optional: &[
-                "attempt_ref",
-                "backend_request_ref",
-                "start_ns",
-                "end_ns",
-                "status",
-                "input_tokens",
-                "output_tokens",
-                "kv_bytes",
-            ],
-            references: &["request_ref", "attempt_ref", "backend_request_ref"],
-        },
-        EventType::Iteration => &EventFields {
-            class: "IterationEvent",
-            required: &["iteration_ref"],
-            optional: &["batch_ref", "start_ns", "end_ns"],
-            references: &["iteration_ref", "batch_ref"],
-        },
-        EventType::Stage => &EventFields {
-            class: "StageEvent",
-            required: &["stage_ref", "name"],
-            optional: &[
-                "request_ref",
-                "iteration_ref",
-                "start_ns",
-                "end_ns",
-                "input_tokens",
-                "output_tokens",
-                "kv_bytes",
-            ],
-            references: &["stage_ref", "request_ref", "iteration_ref"],
-        },
-        EventType::Membership => &EventFields {
-            class: "MembershipEvent",
-            required: &["request_ref", "iteration_ref", "role"],
-            optional: &["attempt_ref", "input_tokens", "output_tokens", "kv_bytes"],
-            references: &["request_ref", "iteration_ref", "attempt_ref"],
-        },
-        EventType::ActivityRef => &EventFields {
-            class: "ActivityReferenceEvent",
-            required: &["activity_ref", "activity_kind", "attribution_status"],
-            optional: &[
-                "activity_domain",
-                "iteration_ref",
-                "correlation_scope",
-                "trace_attachment_id",
-                "runtime_correlation_id",
-                "cuda_correlation_id",
-                "stream_id",
-                "graph_id",
-                "start_ns",
-                "end_ns",
-            ],
-            references: &["activity_ref", "iteration_ref", "correlation_scope"],
-        },
-        EventType::Capabilities => &EventFields {
-            class: "CapabilityEvent",
-            required: &["component", "available"],
-            optional: &["supported", "enabled", "collected"],
-            references: &[],
-        },
-        EventType::ClockAlignment => &EventFields {
-            class: "ClockAlignmentEvent",
-            required: &["from_clock_domain", "to_clock_domain", "offset_ns", "uncertainty_ns"],
-            optional: &["valid_from_ns", "valid_to_ns"],
-            references: &[],
-        },
-    }
+    let found = EVENT_FIELDS.iter().find(|(known, _)| *known == event_type).map(|(_, fields)| fields);
+    // EVENT_CLASSES names every event type, and each name is a class of
+    // CLASSES (the dataclass tests check every class against stormlog's).
+    found.expect("every event type has its class in dataclass::CLASSES")
 }

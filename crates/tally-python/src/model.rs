@@ -347,7 +347,7 @@ fn construct(py: Python<'_>, event_type: EventType, kwargs: Option<&Bound<'_, Py
     }
     let missing: Vec<String> = ["context", "event_id"]
         .iter()
-        .chain(fields.required)
+        .chain(&fields.required)
         .filter(|name| !kwargs.contains(**name).unwrap_or(false))
         .map(|name| format!("'{name}'"))
         .collect();
@@ -492,7 +492,7 @@ impl PyEvent {
             ("event_id", PyString::new(py, event.event_id()).into_any()),
             ("metadata", map_to_python(py, event.metadata().as_map())?.into_any()),
         ];
-        for name in fields.required.iter().chain(fields.optional) {
+        for name in fields.required.iter().chain(&fields.optional) {
             if let Some(value) = field(event, name) {
                 shown.push((name, value.to_python(py)?));
             }
