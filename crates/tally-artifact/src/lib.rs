@@ -71,18 +71,24 @@
 mod decode;
 mod error;
 mod fast;
+mod line_reader;
 mod lines;
+mod open;
 pub mod pyjson;
 mod read;
 mod registry;
-mod scan;
+mod view_cursor;
+mod view_rows;
+mod windows;
 mod write;
 
 pub use decode::{CONTEXT_EVENT_TYPE, DecodeStats, RecordDecoder};
 pub use error::{ArtifactError, ErrorKind};
+pub use line_reader::ArtifactReader;
+pub use open::{Sniffed, decompressed, open_artifact};
 pub use read::{
-    ArtifactReader, DEFAULT_MAX_RECORD_BYTES, LineSink, ReadOptions, ReadStats, RecordBatch, Sniffed,
-    decompressed, open_artifact, read_artifact, read_artifact_from, read_batches, read_events, read_mapped,
+    DEFAULT_MAX_RECORD_BYTES, LineSink, ReadOptions, ReadStats, RecordBatch, read_artifact,
+    read_artifact_from, read_batches, read_events, read_mapped,
 };
 pub use write::{
     ArtifactEncoder, ArtifactWriter, AtomicFile, EncodeError, Form, context_id, encode_artifact,

@@ -1,10 +1,11 @@
-//! Reading artifacts: opening (file, stdin, gzip), the sequential
-//! [`ArtifactReader`], and the parallel batch reader behind
-//! [`read_artifact`].
+//! The parallel batch reader behind [`read_artifact`], [`read_batches`],
+//! [`read_mapped`] and [`read_events`]: a reader thread cuts the stream
+//! into whole-line windows ([`crate::windows`]), plans each (lines counted,
+//! v4 definitions registered in file order) and deals whole windows out to
+//! the decoding threads, whose batches come back in file order; a small
+//! input is read on the calling thread alone. The record limit lives here.
 
-use std::fmt;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Chain, Cursor, Read};
+use std::io::{self, Read};
 use std::path::Path;
 use std::sync::mpsc;
 
@@ -12,92 +13,13 @@ use tally_core::view::EventView;
 use tally_core::{CorrelationContext, InferenceRecord};
 
 use crate::decode::{
-    DecodePath, DecodeStats, LineError, RecordDecoder, Row, context_finder, decode_row, definition_of,
-    may_define,
+    DecodePath, DecodeStats, LineError, Row, context_finder, decode_row, definition_of, may_define,
 };
 use crate::error::{ArtifactError, ErrorKind};
-use crate::lines::{Lines, complete_prefix};
+use crate::lines::Lines;
+use crate::open::{decompressed, open_raw, source_name};
 use crate::registry::{Interner, Registry};
-
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-const BUFFER: usize = 1 << 20;
-
-/// The name errors use for a path (`-` for standard input).
-fn source_name(path: &Path) -> String {
-    path.display().to_string()
-}
-
-/// A byte stream whose first bytes were read to tell gzip from plain text.
-pub struct Sniffed<R: Read> {
-    inner: SniffedInner<R>,
-}
-
-/// The sniffed head put back in front of the rest of the stream.
-type Rejoined<R> = Chain<Cursor<Vec<u8>>, R>;
-
-enum SniffedInner<R: Read> {
-    Plain(Rejoined<R>),
-    Gzip(Box<flate2::bufread::MultiGzDecoder<BufReader<Rejoined<R>>>>),
-}
-
-impl<R: Read> Sniffed<R> {
-    /// Whether the stream is gzip data.
-    pub fn is_gzip(&self) -> bool {
-        matches!(self.inner, SniffedInner::Gzip(_))
-    }
-}
-
-impl<R: Read> Read for Sniffed<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match &mut self.inner {
-            SniffedInner::Plain(reader) => reader.read(buf),
-            SniffedInner::Gzip(reader) => reader.read(buf),
-        }
-    }
-}
-
-/// Wraps a byte stream so that gzip data (told by its magic bytes, not by a
-/// file name; every member of a multi-member file) reads decompressed, and
-/// anything else reads as is.
-pub fn decompressed<R: Read>(mut reader: R) -> io::Result<Sniffed<R>> {
-    let mut head = [0u8; 2];
-    let mut filled = 0;
-    // A pipe may deliver one byte at a time.
-    while filled < head.len() {
-        match reader.read(&mut head[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    let stream = Cursor::new(head[..filled].to_vec()).chain(reader);
-    let inner = if filled == head.len() && head == GZIP_MAGIC {
-        SniffedInner::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(
-            BUFFER, stream,
-        ))))
-    } else {
-        SniffedInner::Plain(stream)
-    };
-    Ok(Sniffed { inner })
-}
-
-fn open_raw(path: &Path) -> Result<Box<dyn Read + Send>, ArtifactError> {
-    if path.as_os_str() == "-" {
-        return Ok(Box::new(io::stdin()));
-    }
-    File::open(path)
-        .map(|file| Box::new(file) as Box<dyn Read + Send>)
-        .map_err(|error| ArtifactError::io(&source_name(path), &error))
-}
-
-/// Opens an artifact: a file, or standard input for `-`; decompressed when
-/// it is gzip.
-pub fn open_artifact(path: &Path) -> Result<BufReader<Sniffed<Box<dyn Read + Send>>>, ArtifactError> {
-    let sniffed =
-        decompressed(open_raw(path)?).map_err(|error| ArtifactError::io(&source_name(path), &error))?;
-    Ok(BufReader::with_capacity(BUFFER, sniffed))
-}
+use crate::windows::{LineTooLong, Window, WindowSource};
 
 /// Reads a whole artifact (a path, or `-` for standard input; plain or
 /// gzip) into memory, decoding in parallel; the records come back in file
@@ -137,19 +59,6 @@ pub const DEFAULT_MAX_RECORD_BYTES: usize = 8 << 20;
 pub(crate) fn too_long(limit: usize) -> String {
     format!("the line is longer than the record limit of {limit} bytes")
 }
-
-/// A line past the record limit, found by the reading thread (which knows
-/// no line numbers); the decoding side names the line.
-#[derive(Debug)]
-struct LineTooLong;
-
-impl fmt::Display for LineTooLong {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("line past the record limit")
-    }
-}
-
-impl std::error::Error for LineTooLong {}
 
 /// How [`read_batches`] splits its work.
 #[derive(Debug, Clone)]
@@ -550,188 +459,6 @@ struct Decoded<T> {
     last: bool,
 }
 
-/// A buffer of whole lines. `buffer` stays initialized at its full length,
-/// so a reused window is never zeroed again; `filled` bytes are text.
-#[derive(Default)]
-struct Window {
-    buffer: Vec<u8>,
-    filled: usize,
-}
-
-impl Window {
-    fn text(&self) -> &[u8] {
-        &self.buffer[..self.filled]
-    }
-}
-
-/// How much of an input the calling thread reads before it decides how to
-/// read the rest: an input that ends within these bytes (and within its
-/// first window) is small, and decoded there; a larger one is read on by
-/// the pipeline's reader thread, which grows this first buffer to a whole
-/// window, so that a small input never has one zeroed. One chunk of the
-/// ingest reader's windows: a small input gains nothing from the decoding
-/// threads either.
-const START_BYTES: usize = 64 << 10;
-
-/// The producer: whole-line windows of a decompressed stream, the last
-/// flagged. A line that does not fit grows the window geometrically (so one
-/// huge line costs linear time, not one copy per window), up to the record
-/// limit, past which it is an error: memory stays within about twice the
-/// limit.
-struct WindowSource<S> {
-    stream: S,
-    window_bytes: usize,
-    max_record: usize,
-    /// How many bytes the window being read is to hold.
-    wanted: usize,
-    /// The unfinished line after the last window's cut.
-    carry: Vec<u8>,
-    /// The first window, read in part by [`WindowSource::start`].
-    started: Option<Window>,
-    /// A read error met after whole lines, which went out first.
-    failed: Option<io::Error>,
-}
-
-impl<S: Read> WindowSource<S> {
-    fn new(stream: S, window_bytes: usize, max_record: usize) -> Self {
-        Self { stream, window_bytes, max_record, wanted: 0, carry: Vec::new(), started: None, failed: None }
-    }
-
-    /// Reads the first [`START_BYTES`] of the input: the first window when
-    /// the input ends (or fails) within them, `None` when there is more,
-    /// which [`WindowSource::next_window`] goes on with.
-    fn start(&mut self) -> Option<io::Result<(Window, bool)>> {
-        let mut window = self.begin(Window::default(), START_BYTES);
-        let room = window.buffer.len().min(self.wanted);
-        match self.fill(&mut window, room) {
-            Err(error) => Some(self.failure(window, error)),
-            Ok(true) => Some(Ok((window, true))),
-            Ok(false) => {
-                self.started = Some(window);
-                None
-            }
-        }
-    }
-
-    /// The next window, in `spare`'s buffer when there is one. Not to be
-    /// called again after the last window or an error.
-    fn next_window(&mut self, spare: Option<Window>) -> io::Result<(Window, bool)> {
-        if let Some(error) = self.failed.take() {
-            return Err(error);
-        }
-        let mut window = match self.started.take() {
-            Some(mut window) => {
-                self.reserve(&mut window, usize::MAX);
-                window
-            }
-            None => self.begin(spare.unwrap_or_default(), usize::MAX),
-        };
-        loop {
-            match self.fill(&mut window, self.wanted) {
-                Err(error) => return self.failure(window, error),
-                Ok(true) => return Ok((window, true)),
-                Ok(false) => {}
-            }
-            match complete_prefix(window.text()) {
-                Some(cut) => {
-                    self.carry.extend_from_slice(&window.buffer[cut..window.filled]);
-                    window.filled = cut;
-                    return Ok((window, false));
-                }
-                // Not one complete line yet: read on into the same window,
-                // grown in place, unless it is already past the limit. (A
-                // copy through `carry` held the line twice: about twice
-                // the limit for input with no line end, /dev/zero or a
-                // gzip bomb.)
-                None if window.filled > self.max_record => return Err(io::Error::other(LineTooLong)),
-                None => {
-                    self.wanted = self.wanted_after(window.filled);
-                    self.grow(&mut window);
-                }
-            }
-        }
-    }
-
-    /// Starts a window in `window`'s buffer, of at most `room` bytes for
-    /// now: the carried text in front, and as much again to read.
-    fn begin(&mut self, mut window: Window, room: usize) -> Window {
-        let carried = self.carry.len();
-        self.wanted = self.wanted_after(carried);
-        self.reserve(&mut window, room.max(carried + 1));
-        window.buffer[..carried].copy_from_slice(&self.carry);
-        window.filled = carried;
-        self.carry.clear();
-        window
-    }
-
-    /// How many bytes a window with `carried` bytes of an unfinished line
-    /// in front is to hold: as much again (at least a window) to read, and
-    /// no more than the limit and a window.
-    fn wanted_after(&self, carried: usize) -> usize {
-        let growth = self.window_bytes.max(carried);
-        (carried + growth).min(self.max_record.saturating_add(self.window_bytes)).max(carried + 1)
-    }
-
-    /// Grows a window that holds no line end yet to [`WindowSource::wanted`]
-    /// bytes, its text kept. Once the line is a few windows long, the
-    /// buffer is given room for the longest line the limit lets through at
-    /// once: its pages are touched only as they are read into, and no
-    /// later growth copies the line into a buffer twice its size (holding
-    /// both for the copy), so a line cut at the limit takes about the
-    /// limit, not one and a half times it.
-    fn grow(&self, window: &mut Window) {
-        if window.buffer.len() >= self.wanted {
-            return;
-        }
-        let size = self.wanted + self.window_bytes / 4;
-        let longest = self.max_record.saturating_add(self.window_bytes).saturating_add(self.window_bytes / 4);
-        let capacity = if window.filled >= 4 * self.window_bytes { longest.max(size) } else { size };
-        if window.buffer.capacity() < capacity {
-            window.buffer.reserve_exact(capacity - window.buffer.len());
-        }
-        window.buffer.resize(size, 0);
-    }
-
-    /// Makes at least `room` bytes of the window usable, at most the
-    /// window's size; a whole window gets headroom for the partial line
-    /// carried in front next time, so a reused window is not grown (and its
-    /// pages touched anew) again.
-    fn reserve(&self, window: &mut Window, room: usize) {
-        let size = if room >= self.wanted { self.wanted + self.window_bytes / 4 } else { room };
-        if window.buffer.len() < room.min(self.wanted) {
-            window.buffer.resize(size, 0);
-        }
-    }
-
-    /// Reads until the window holds `upto` bytes: whether the stream ended.
-    fn fill(&mut self, window: &mut Window, upto: usize) -> io::Result<bool> {
-        while window.filled < upto {
-            match self.stream.read(&mut window.buffer[window.filled..upto]) {
-                Ok(0) => return Ok(true),
-                Ok(count) => window.filled += count,
-                Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-                Err(error) => return Err(error),
-            }
-        }
-        Ok(false)
-    }
-
-    /// A failed read: the whole lines read before it come first, and the
-    /// error after them. A bad line among them is then the first error in
-    /// file order, as a sequential reader finds it (found by the
-    /// artifact_whole fuzz target on a corrupt gzip).
-    fn failure(&mut self, mut window: Window, error: io::Error) -> io::Result<(Window, bool)> {
-        match complete_prefix(window.text()) {
-            Some(cut) => {
-                window.filled = cut;
-                self.failed = Some(error);
-                Ok((window, false))
-            }
-            None => Err(error),
-        }
-    }
-}
-
 /// What a batch held, kept for [`ReadStats`] when the batch is mapped away.
 #[derive(Debug, Clone, Copy)]
 struct BatchCounts {
@@ -947,7 +674,7 @@ fn decode_chunk(
     sink.reserve(usize::try_from(lines).unwrap_or(0));
     let mut counts =
         BatchCounts { records: 0, compact_records: 0, definitions: 0, decoded: DecodeStats::default() };
-    let mut scan_state = crate::scan::ScanState::default();
+    let mut scan_state = crate::view_rows::ScanState::default();
     let mut definitions = definitions.iter().peekable();
     for (line_number, (line, terminated)) in (start..).zip(Lines::new(chunk)) {
         if line.len() > paths.max_record {
@@ -964,7 +691,7 @@ fn decode_chunk(
         }
         if paths.views
             && let Some((event, compact)) =
-                crate::scan::scan(line, line_number, registry, interner, &mut scan_state)
+                crate::view_rows::scan(line, line_number, registry, interner, &mut scan_state)
         {
             sink.event(line_number, &event);
             counts.records += 1;
@@ -988,137 +715,4 @@ fn decode_chunk(
         }
     }
     Ok(counts)
-}
-
-/// Reads an artifact one record at a time, in file order, on the calling
-/// thread: for callers that must not hold the whole artifact and want each
-/// record's line. An iterator of `(line, record)`; it ends after the first
-/// error.
-///
-/// ```
-/// use tally_artifact::ArtifactReader;
-/// let text = b"\n{\"schema_version\": 1, \"event_type\": \"infer.session\"}\n";
-/// let mut reader = ArtifactReader::new(&text[..], "mem");
-/// let (line, record) = reader.next().unwrap().unwrap();
-/// assert_eq!((line, record.schema_version()), (2, 1));
-/// assert!(reader.next().is_none());
-/// ```
-pub struct ArtifactReader<R> {
-    reader: R,
-    decoder: RecordDecoder,
-    buffer: Vec<u8>,
-    /// Text after the last bare `\r` of a buffer that reached the record
-    /// limit without a `\n`: the start of the next line.
-    pending: Vec<u8>,
-    position: usize,
-    line: u64,
-    done: bool,
-    max_record: usize,
-}
-
-impl ArtifactReader<BufReader<Sniffed<Box<dyn Read + Send>>>> {
-    /// Opens a path (or `-` for standard input), plain or gzip.
-    pub fn open(path: &Path) -> Result<Self, ArtifactError> {
-        Ok(Self::new(open_artifact(path)?, source_name(path)))
-    }
-}
-
-impl<R: BufRead> ArtifactReader<R> {
-    /// Reads `reader`, naming it `source_name` in errors. Wrap gzip data in
-    /// [`decompressed`] first.
-    pub fn new(reader: R, source_name: impl Into<String>) -> Self {
-        Self {
-            reader,
-            decoder: RecordDecoder::new(source_name),
-            buffer: Vec::new(),
-            pending: Vec::new(),
-            position: 0,
-            line: 0,
-            done: false,
-            max_record: DEFAULT_MAX_RECORD_BYTES,
-        }
-    }
-
-    /// The longest line accepted ([`DEFAULT_MAX_RECORD_BYTES`] unless set);
-    /// a longer one ends the reading with an [`ErrorKind::Limit`] error.
-    pub fn with_max_record_bytes(mut self, max_record_bytes: usize) -> Self {
-        self.max_record = max_record_bytes.max(1);
-        self
-    }
-
-    fn too_long(&mut self, line: u64) -> Option<Result<(u64, InferenceRecord), ArtifactError>> {
-        let error = ArtifactError::at_line(
-            self.decoder.source_name(),
-            line,
-            ErrorKind::Limit,
-            too_long(self.max_record),
-        );
-        self.fail(error)
-    }
-
-    /// Physical lines read so far.
-    pub fn lines_read(&self) -> u64 {
-        self.line
-    }
-
-    fn fail(&mut self, error: ArtifactError) -> Option<Result<(u64, InferenceRecord), ArtifactError>> {
-        self.done = true;
-        Some(Err(error))
-    }
-}
-
-impl<R: BufRead> Iterator for ArtifactReader<R> {
-    type Item = Result<(u64, InferenceRecord), ArtifactError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        while !self.done {
-            if self.position >= self.buffer.len() {
-                self.buffer.clear();
-                self.position = 0;
-                self.buffer.append(&mut self.pending);
-                // One byte past the limit tells a line that is too long.
-                let room = (self.max_record + 1).saturating_sub(self.buffer.len()).max(1) as u64;
-                match (&mut self.reader).take(room).read_until(b'\n', &mut self.buffer) {
-                    Ok(0) if self.buffer.is_empty() => {
-                        self.done = true;
-                        return None;
-                    }
-                    Ok(_) => {}
-                    Err(error) => {
-                        let error = ArtifactError::io(self.decoder.source_name(), &error);
-                        return self.fail(error);
-                    }
-                }
-                if self.buffer.len() > self.max_record && self.buffer.last() != Some(&b'\n') {
-                    // No `\n` within the limit; a bare `\r` may still end
-                    // the lines before it.
-                    match memchr::memrchr(b'\r', &self.buffer) {
-                        Some(at) if at + 1 < self.buffer.len() => {
-                            self.pending = self.buffer.split_off(at + 1)
-                        }
-                        _ => return self.too_long(self.line + 1),
-                    }
-                }
-            }
-            // `read_until` stops after `\n`; a bare `\r` inside splits further.
-            let rest = &self.buffer[self.position..];
-            let mut lines = Lines::new(rest);
-            let (line, terminated) = lines.next()?;
-            self.position += rest.len() - lines.remaining();
-            self.line += 1;
-            let line_number = self.line;
-            if line.len() > self.max_record {
-                return self.too_long(line_number);
-            }
-            match self.decoder.decode(line, terminated, line_number) {
-                Ok(Some(record)) => return Some(Ok((line_number, record))),
-                Ok(None) => {}
-                Err((kind, reason)) => {
-                    let error = ArtifactError::at_line(self.decoder.source_name(), line_number, kind, reason);
-                    return self.fail(error);
-                }
-            }
-        }
-        None
-    }
 }

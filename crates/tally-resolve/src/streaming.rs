@@ -12,199 +12,32 @@
 //! 2^-64 per such comparison). Requests, attempts, iterations, stages,
 //! memberships and alignments are keyed exactly.
 
+mod chunked;
+mod intern;
+mod run;
+mod table;
+
 use std::collections::hash_map::Entry;
 use std::sync::{Arc, OnceLock};
 
-use std::hash::Hasher;
-
 use tally_core::view::RefView;
-use tally_core::{ActivityDomain, BusyIntervals, ClockKind, CorrelationContext, EntityRef, Interval};
+use tally_core::{ActivityDomain, ClockKind, CorrelationContext, EntityRef, Interval};
 
 use crate::event_ids::EventIds;
-use crate::evidence::{ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence};
+#[cfg(doc)]
+use crate::evidence::ActivityFacts;
 use crate::prepare::{Busy, PreparedActivity, PreparedBatch, PreparedBody, PreparedEvent};
-use crate::{
-    AsCorrelationEvent, FastHashMap, FastHasher, ReferenceKind, ResolveError, TableCounts,
-    UnresolvedReference,
-};
+use crate::{AsCorrelationEvent, FastHashMap, ReferenceKind, ResolveError, TableCounts};
+use chunked::Chunked;
+use intern::{Classes, Names, Refs, intern};
+use run::Memberships;
+pub use run::StreamedRun;
+use table::KeyIndex;
 
 /// "None" in the `u32` links and slots below.
 const NONE: u32 = u32::MAX;
 /// Contexts remembered by address; past this many, each is looked at anew.
 const CONTEXT_CACHE: usize = 1 << 16;
-
-/// An index of rows by their 128-bit key hashes, stored beside the rows:
-/// open addressing over row numbers, each slot tagged with 32 more bits of
-/// its key so that a probe rarely reads a stored key, so a slot costs eight
-/// bytes where a map entry holding the key would cost thirty-two.
-#[derive(Debug, Default)]
-struct KeyIndex {
-    /// `(tag << 32) | row`, [`EMPTY`] where empty; the length is a power of
-    /// two.
-    slots: Vec<u64>,
-    keys: Chunked<u128>,
-}
-
-/// An empty slot (no row is numbered `u32::MAX`).
-const EMPTY: u64 = u64::MAX;
-
-impl KeyIndex {
-    fn len(&self) -> usize {
-        self.keys.len()
-    }
-
-    fn reserve(&mut self, additional: usize) {
-        self.grow_to(self.keys.len() + additional);
-    }
-
-    /// The slot a key starts probing at, and its tag. The key is a hash
-    /// already: its low bits pick the slot, its high bits are the tag.
-    fn place(key: u128, mask: usize) -> (usize, u64) {
-        ((key as usize) & mask, ((key >> 96) as u64) << 32)
-    }
-
-    /// Room for `count` keys at a load of at most 7/8.
-    fn grow_to(&mut self, count: usize) {
-        let wanted = (count + count / 7 + 1).next_power_of_two().max(16);
-        if wanted > self.slots.len() {
-            self.rehash(wanted);
-        }
-    }
-
-    /// `size` slots (a power of two) holding every key.
-    fn rehash(&mut self, size: usize) {
-        self.slots = vec![EMPTY; size];
-        let mask = size - 1;
-        for (row, key) in self.keys.iter().enumerate() {
-            let (mut at, tag) = Self::place(*key, mask);
-            while self.slots[at] != EMPTY {
-                at = (at + 1) & mask;
-            }
-            self.slots[at] = tag | row as u64;
-        }
-    }
-
-    /// The slot `key` starts probing at (0 while the table is empty).
-    #[inline]
-    fn slot_at(&self, key: u128) -> u64 {
-        match self.slots.len() {
-            0 => 0,
-            size => self.slots[Self::place(key, size - 1).0],
-        }
-    }
-
-    /// The row of `key`, or `Err` with the row number it gets when added.
-    fn find_or_add(&mut self, key: u128) -> Result<u32, u32> {
-        if (self.keys.len() + 1) * 8 > self.slots.len() * 7 {
-            // Twice the slots. Asking `grow_to` for room for twice the keys
-            // rounds a full table's 7/8 of the slots, doubled and given
-            // its 1/7 of headroom, up past the next power of two: four
-            // times the slots, the table at most a quarter full.
-            self.rehash((self.slots.len() * 2).max(16));
-        }
-        let mask = self.slots.len() - 1;
-        let (mut at, tag) = Self::place(key, mask);
-        loop {
-            match self.slots[at] {
-                EMPTY => {
-                    let row = self.keys.len() as u32;
-                    self.slots[at] = tag | u64::from(row);
-                    self.keys.push(key);
-                    return Err(row);
-                }
-                slot if slot & !0xffff_ffff == tag && *self.keys.get(slot as u32 as usize) == key => {
-                    return Ok(slot as u32);
-                }
-                _ => at = (at + 1) & mask,
-            }
-        }
-    }
-}
-
-/// A vector that grows by whole chunks and never moves what it holds: a
-/// growing `Vec` holds its old and new buffers at once, and some allocators
-/// keep the old one resident a while, so the rows that grow with the input
-/// are kept here.
-#[derive(Debug)]
-struct Chunked<T> {
-    chunks: Vec<Vec<T>>,
-    len: usize,
-}
-
-/// Elements per chunk: 512 KiB or more for any row type. With chunks of
-/// 64 KiB (4096 keys) the allocator placed them in pages it shares with the
-/// readers' transient buffers of that size, and the freed buffers could not
-/// be returned between live chunks: 21 MB more peak RSS for `tally
-/// breakdown` of the 501 MB trace (149 -> 170 MB when the labels shrank to
-/// 16 bytes, 145 MB with these chunks).
-const CHUNK: usize = 1 << 15;
-
-impl<T> Default for Chunked<T> {
-    fn default() -> Self {
-        Self { chunks: Vec::new(), len: 0 }
-    }
-}
-
-impl<T> Chunked<T> {
-    fn len(&self) -> usize {
-        self.len
-    }
-
-    fn push(&mut self, value: T) {
-        if self.len.is_multiple_of(CHUNK) {
-            self.chunks.push(Vec::with_capacity(CHUNK));
-        }
-        // A chunk was pushed just above when the last one was full.
-        if let Some(chunk) = self.chunks.last_mut() {
-            chunk.push(value);
-        }
-        self.len += 1;
-    }
-
-    fn get(&self, index: usize) -> &T {
-        &self.chunks[index / CHUNK][index % CHUNK]
-    }
-
-    fn get_mut(&mut self, index: usize) -> &mut T {
-        &mut self.chunks[index / CHUNK][index % CHUNK]
-    }
-
-    fn iter(&self) -> impl Iterator<Item = &T> + '_ {
-        self.chunks.iter().flatten()
-    }
-}
-
-/// Distinct strings (activity kinds and names, clock domains), each stored
-/// once and named by its number.
-#[derive(Debug, Default)]
-struct Names {
-    numbers: FastHashMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
-    /// The number last given: consecutive records of a trace repeat a
-    /// kernel's name, and comparing ~200 bytes costs less than hashing them.
-    last: Option<u32>,
-}
-
-impl Names {
-    fn number(&mut self, name: &str) -> u32 {
-        if let Some(last) = self.last
-            && *self.names[last as usize] == *name
-        {
-            return last;
-        }
-        let number = match self.numbers.get(name) {
-            Some(&number) => number,
-            None => {
-                let number = self.names.len() as u32;
-                self.names.push(name.into());
-                self.numbers.insert(name.into(), number);
-                number
-            }
-        };
-        self.last = Some(number);
-        number
-    }
-}
 
 /// What an activity is and where it ran, one entry shared by every activity
 /// with the same device, clock and kind (a handful per run), so a row names
@@ -217,31 +50,6 @@ struct ActivityClass {
     kind: u32,
     clock_domain: u32,
     clock_kind: ClockKind,
-}
-
-/// Distinct [`ActivityClass`]es, numbered.
-#[derive(Debug, Default)]
-struct Classes {
-    numbers: FastHashMap<ActivityClass, u32>,
-    classes: Vec<ActivityClass>,
-    last: Option<u32>,
-}
-
-impl Classes {
-    fn number(&mut self, class: ActivityClass) -> u32 {
-        if let Some(last) = self.last
-            && self.classes[last as usize] == class
-        {
-            return last;
-        }
-        let next = self.classes.len() as u32;
-        let number = *self.numbers.entry(class).or_insert(next);
-        if number == next {
-            self.classes.push(class);
-        }
-        self.last = Some(number);
-        number
-    }
 }
 
 /// An activity's labels, kept beside its row only when the resolver was
@@ -282,40 +90,6 @@ impl ActivityLabels {
 
     fn correlation(&self) -> Option<u64> {
         (self.name & HAS_CORRELATION != 0).then_some(self.correlation)
-    }
-}
-
-/// Distinct entity references, each stored once and named by a slot,
-/// looked up by a borrowed view (no allocation but for a new one).
-#[derive(Debug, Default)]
-struct Refs {
-    slots: hashbrown::HashTable<u32>,
-    refs: Vec<Arc<EntityRef>>,
-}
-
-fn ref_hash(reference: RefView<'_>) -> u64 {
-    let mut hasher = FastHasher::default();
-    hasher.write(reference.producer_id().as_bytes());
-    hasher.write_u8(0xff);
-    hasher.write(reference.id().as_bytes());
-    hasher.finish()
-}
-
-impl Refs {
-    fn slot(&mut self, reference: RefView<'_>) -> u32 {
-        let Refs { slots, refs } = self;
-        let hash = ref_hash(reference);
-        if let Some(&slot) = slots.find(hash, |&slot| refs[slot as usize].view() == reference) {
-            return slot;
-        }
-        let slot = refs.len() as u32;
-        refs.push(Arc::new(reference.to_entity_ref()));
-        slots.insert_unique(hash, slot, |&slot| ref_hash(refs[slot as usize].view()));
-        slot
-    }
-
-    fn get(&self, slot: u32) -> &EntityRef {
-        &self.refs[slot as usize]
     }
 }
 
@@ -1006,16 +780,6 @@ struct Missing {
     slot: u32,
 }
 
-/// The number of a name, allocating only for a new one.
-fn intern(names: &mut FastHashMap<String, u32>, name: &str) -> u32 {
-    if let Some(&number) = names.get(name) {
-        return number;
-    }
-    let number = names.len() as u32;
-    names.insert(name.to_owned(), number);
-    number
-}
-
 fn grow(slots: &mut Vec<u32>, index: usize) {
     if slots.len() <= index {
         slots.resize(index + 1, NONE);
@@ -1040,159 +804,6 @@ fn keep_smallest(
         *held = Held { event_id: event_ids.push(event_id), ..new };
     }
     Ok(())
-}
-
-/// A run resolved by [`StreamingResolver`]: what accounting and reports need, and
-/// nothing of the events themselves.
-#[derive(Debug)]
-pub struct StreamedRun {
-    run_id: Option<Box<str>>,
-    counts: TableCounts,
-    device_names: Vec<(Box<str>, Box<str>, ClockKind)>,
-    request_refs: Vec<Arc<EntityRef>>,
-    attempt_refs: Vec<Arc<EntityRef>>,
-    iteration_refs: Vec<Arc<EntityRef>>,
-    /// The event ID of each of `missing`, in its order.
-    unresolved_ids: Vec<Box<str>>,
-    iteration_of_slot: Vec<u32>,
-    iteration_rows: Vec<IterationRow>,
-    memberships: Memberships,
-    activity_rows: Chunked<ActivityRow>,
-    intervals: Vec<Interval>,
-    kept_refs: Vec<EntityRef>,
-    missing: Vec<Missing>,
-    names: Vec<Box<str>>,
-    classes: Vec<ActivityClass>,
-    /// Row `i` labels activity row `i`; `None` unless the resolver kept
-    /// labels.
-    activity_labels: Option<Chunked<ActivityLabels>>,
-    scopes: Vec<Arc<EntityRef>>,
-    alignments: Vec<AlignmentSlots>,
-}
-
-/// A run's memberships as they arrived, and what puts them in stormlog's
-/// order when they are first read.
-#[derive(Debug)]
-struct Memberships {
-    rows: Vec<MembershipRow>,
-    /// Each namespace's place among the namespaces sorted by name.
-    rank: Vec<u32>,
-    event_ids: EventIds,
-    sorted: OnceLock<Vec<MembershipRow>>,
-}
-
-impl Memberships {
-    /// The rows in stormlog's order, (session, producer, event_id), sorted
-    /// on the first call.
-    fn sorted(&self) -> &[MembershipRow] {
-        self.sorted.get_or_init(|| {
-            let (rank, event_ids) = (&self.rank, &self.event_ids);
-            let mut rows = self.rows.clone();
-            rows.sort_by(|a, b| {
-                (rank[a.namespace as usize], event_ids.get(a.held.event_id))
-                    .cmp(&(rank[b.namespace as usize], event_ids.get(b.held.event_id)))
-            });
-            rows
-        })
-    }
-}
-
-impl StreamedRun {
-    /// Whether activities carry their names, CUDA correlation IDs and
-    /// correlation scopes ([`StreamingResolver::keeping_labels`]).
-    pub fn labels_kept(&self) -> bool {
-        self.activity_labels.is_some()
-    }
-}
-
-impl ResolvedEvidence for StreamedRun {
-    fn run_id(&self) -> Option<&str> {
-        self.run_id.as_deref()
-    }
-
-    fn counts(&self) -> TableCounts {
-        self.counts
-    }
-
-    fn iteration_facts(&self) -> impl Iterator<Item = IterationFacts<'_>> + '_ {
-        self.iteration_rows.iter().map(|row| IterationFacts {
-            iteration_ref: &self.iteration_refs[row.slot as usize],
-            elapsed_ns: row.elapsed_ns,
-        })
-    }
-
-    fn activity_facts(&self) -> impl Iterator<Item = ActivityFacts<'_>> + '_ {
-        let no_labels = ActivityLabels::NONE;
-        let mut labels = self.activity_labels.as_ref().map(Chunked::iter);
-        self.activity_rows.iter().map(move |row| {
-            // Pushed beside each row, so there is one per row when kept.
-            let labels = labels.as_mut().and_then(Iterator::next).copied().unwrap_or(no_labels);
-            let class = self.classes[row.class as usize];
-            let busy = match row.busy {
-                RowBusy::Unknown => None,
-                RowBusy::Span => Interval::new(row.start, row.end).map(BusyIntervals::Span),
-                RowBusy::Listed => {
-                    let first = row.start as usize;
-                    self.intervals.get(first..first + row.end as usize).map(BusyIntervals::Listed)
-                }
-            };
-            let device = (class.device != NONE).then(|| {
-                let (uuid, domain, kind) = &self.device_names[class.device as usize];
-                (&**uuid, &**domain, *kind)
-            });
-            let iteration = (row.iteration != NONE)
-                .then(|| self.iteration_of_slot[row.iteration as usize])
-                .filter(|&link| link != NONE)
-                .map(|link| link as usize);
-            ActivityFacts {
-                reference: (row.reference != NONE).then(|| &self.kept_refs[row.reference as usize]),
-                attributed: row.iteration != NONE,
-                domain: row.domain,
-                device,
-                busy,
-                stream_id: row.has_stream.then_some(row.stream_id),
-                iteration,
-                kind: &self.names[class.kind as usize],
-                name: labels.name().map(|name| &*self.names[name as usize]),
-                clock: (&self.names[class.clock_domain as usize], class.clock_kind),
-                cuda_correlation_id: labels.correlation(),
-                correlation_scope: (labels.scope != NONE).then(|| &*self.scopes[labels.scope as usize]),
-            }
-        })
-    }
-
-    fn membership_facts(&self) -> impl Iterator<Item = MembershipFacts<'_>> + '_ {
-        self.memberships.sorted().iter().map(|row| MembershipFacts {
-            request_ref: &self.request_refs[row.request as usize],
-            attempt_ref: (row.attempt != NONE).then(|| &*self.attempt_refs[row.attempt as usize]),
-            iteration_ref: &self.iteration_refs[row.iteration as usize],
-        })
-    }
-
-    fn alignment_facts(&self) -> impl Iterator<Item = AlignmentFacts<'_>> + '_ {
-        self.alignments.iter().map(|&(_, from, to, offset_ns, uncertainty_ns, valid_from_ns, valid_to_ns)| {
-            AlignmentFacts {
-                from_clock_domain: &self.names[from as usize],
-                to_clock_domain: &self.names[to as usize],
-                offset_ns,
-                uncertainty_ns,
-                valid_from_ns,
-                valid_to_ns,
-            }
-        })
-    }
-
-    fn unresolved_references(&self) -> impl Iterator<Item = UnresolvedReference<'_>> + '_ {
-        self.missing.iter().zip(&self.unresolved_ids).map(|(item, event_id)| UnresolvedReference {
-            event_id,
-            kind: item.kind,
-            reference: match item.kind {
-                ReferenceKind::Request => &self.request_refs[item.slot as usize],
-                ReferenceKind::Attempt => &self.attempt_refs[item.slot as usize],
-                ReferenceKind::Iteration => &self.iteration_refs[item.slot as usize],
-            },
-        })
-    }
 }
 
 /// Resolves records without keeping them: [`StreamingResolver`] over a sequence.
