@@ -13,6 +13,10 @@
 //! so at most `workers` files are in flight, each holding its compact rows
 //! and a few batches: memory grows with the threads, not with the number
 //! of files.
+//!
+//! One file's own build spreads over threads too (its GPU groups' records
+//! made on `emitters` threads, `Spread`'s second half): that lives with the
+//! build, in `build/schedule.rs`, which says why it stays apart from this.
 
 use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Deref;
