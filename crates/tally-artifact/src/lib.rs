@@ -92,5 +92,5 @@ pub use read::{
 };
 pub use write::{
     ArtifactEncoder, ArtifactWriter, AtomicFile, EncodeError, Form, context_id, encode_artifact,
-    write_artifact,
+    stays_embedded, write_artifact,
 };

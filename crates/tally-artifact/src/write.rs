@@ -114,7 +114,7 @@ impl ArtifactEncoder {
                 }
                 write_line(out, raw);
             }
-            InferenceRecord::Event(event) if self.form == Form::Embedded || null_intervals(event) => {
+            InferenceRecord::Event(event) if self.form == Form::Embedded || stays_embedded(event) => {
                 let context = self.embedded_json(event.context_arc());
                 write_event_line(out, event, ContextMember::Embedded(context));
             }
@@ -171,8 +171,10 @@ impl ArtifactEncoder {
     }
 }
 
-/// stormlog's `_null_intervals`: an activity naming `intervals` without a value.
-fn null_intervals(event: &CorrelationEvent) -> bool {
+/// Whether the compact form cannot carry `event`, so it is written
+/// embedded: an activity naming `intervals` without a value (stormlog's
+/// `_null_intervals`; v4 could not express it).
+pub fn stays_embedded(event: &CorrelationEvent) -> bool {
     event.event_type() == EventType::ActivityRef && event.metadata().get("intervals") == Some(&Value::Null)
 }
 

@@ -119,7 +119,7 @@ pub fn load_inference_artifact<'py>(py: Python<'py>, path: PathBuf) -> PyResult<
 /// line's own dict, as stormlog's reader gives it.
 #[pyfunction]
 pub fn read_inference_records<'py>(py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyList>> {
-    let mut lines = crate::records::LineDicts::open(&path)?;
+    let mut lines = crate::records::LineDicts::open(py, &path)?;
     let list = PyList::empty(py);
     while let Some((_, _, row)) = lines.next(py)? {
         list.append(row)?;
@@ -142,7 +142,7 @@ enum Source {
     Lines(Box<crate::records::LineDicts>),
     /// The lines of a file, each given to a caller's decoder as stormlog
     /// gives them: `json.loads`, then `decode` or `decode_event`.
-    Decoder { lines: std::io::Lines<BufReader<File>>, decoder: Py<PyAny>, line: u64 },
+    Decoder { lines: std::io::Lines<BufReader<File>>, loads: Py<PyAny>, decoder: Py<PyAny>, line: u64 },
 }
 
 /// `(line_number, record)` pairs of an artifact, read as they are asked for.
@@ -153,16 +153,22 @@ pub struct RecordIterator {
 }
 
 impl RecordIterator {
-    fn open(path: &Path, decoder: Option<&Bound<'_, PyAny>>, yields: Yield) -> PyResult<Self> {
+    fn open(
+        py: Python<'_>,
+        path: &Path,
+        decoder: Option<&Bound<'_, PyAny>>,
+        yields: Yield,
+    ) -> PyResult<Self> {
         let source = match decoder {
             Some(decoder) if !decoder.is_none() => {
                 use std::io::BufRead as _;
                 let lines = BufReader::new(crate::paths::open(path)?).lines();
-                Source::Decoder { lines, decoder: decoder.clone().unbind(), line: 0 }
+                let loads = crate::records::json_loads(py)?;
+                Source::Decoder { lines, loads, decoder: decoder.clone().unbind(), line: 0 }
             }
             _ => match yields {
                 Yield::Events => Source::Native(Box::new(reader(path)?)),
-                Yield::Records => Source::Lines(Box::new(crate::records::LineDicts::open(path)?)),
+                Yield::Records => Source::Lines(Box::new(crate::records::LineDicts::open(py, path)?)),
             },
         };
         Ok(Self { source: Some(source), yields })
@@ -173,6 +179,7 @@ impl RecordIterator {
     fn next_decoded<'py>(
         py: Python<'py>,
         lines: &mut std::io::Lines<BufReader<File>>,
+        loads: &Py<PyAny>,
         decoder: &Py<PyAny>,
         line: &mut u64,
         yields: Yield,
@@ -181,7 +188,7 @@ impl RecordIterator {
             Yield::Events => "decode_event",
             Yield::Records => "decode",
         };
-        let loads = py.import("json")?.getattr("loads")?;
+        let loads = loads.bind(py);
         for text in lines.by_ref() {
             *line += 1;
             let text = text.map_err(|error| PyValueError::new_err(format!("line {line}: {error}")))?;
@@ -218,8 +225,8 @@ impl RecordIterator {
         let yields = self.yields;
         let next = match self.source.as_mut() {
             None => return Ok(None),
-            Some(Source::Decoder { lines, decoder, line }) => {
-                Self::next_decoded(py, lines, decoder, line, yields)
+            Some(Source::Decoder { lines, loads, decoder, line }) => {
+                Self::next_decoded(py, lines, loads, decoder, line, yields)
             }
             Some(Source::Lines(lines)) => {
                 lines.next(py).map(|next| next.map(|(line, _, row)| (line, row.into_any())))
@@ -248,16 +255,24 @@ impl RecordIterator {
 /// before are known); without, the artifact is read plain or gzip.
 #[pyfunction]
 #[pyo3(signature = (path, decoder=None))]
-pub fn iter_inference_events(path: PathBuf, decoder: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIterator> {
-    RecordIterator::open(&path, decoder, Yield::Events)
+pub fn iter_inference_events(
+    py: Python<'_>,
+    path: PathBuf,
+    decoder: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RecordIterator> {
+    RecordIterator::open(py, &path, decoder, Yield::Events)
 }
 
 /// Expanded record dicts, definitions consumed, with physical line
 /// numbers; a `decoder` is used as `iter_inference_events` uses it.
 #[pyfunction]
 #[pyo3(signature = (path, decoder=None))]
-pub fn iter_inference_records(path: PathBuf, decoder: Option<&Bound<'_, PyAny>>) -> PyResult<RecordIterator> {
-    RecordIterator::open(&path, decoder, Yield::Records)
+pub fn iter_inference_records(
+    py: Python<'_>,
+    path: PathBuf,
+    decoder: Option<&Bound<'_, PyAny>>,
+) -> PyResult<RecordIterator> {
+    RecordIterator::open(py, &path, decoder, Yield::Records)
 }
 
 /// The records of Python objects: tally's, dicts, or objects with
@@ -444,20 +459,6 @@ fn carries_context(record: &Bound<'_, PyDict>) -> PyResult<bool> {
     Ok(typed && !legacy)
 }
 
-/// An activity naming `intervals` with no value; v4 cannot express it.
-fn null_intervals(record: &Bound<'_, PyDict>) -> PyResult<bool> {
-    if !member_is(record, "event_type", "infer.activity_ref")? {
-        return Ok(false);
-    }
-    Ok(match record.get_item("metadata")? {
-        Some(metadata) => match metadata.cast::<PyDict>() {
-            Ok(metadata) => metadata.get_item("intervals")?.is_some_and(|value| value.is_none()),
-            Err(_) => false,
-        },
-        None => false,
-    })
-}
-
 /// Turns embedded records into the rows of an artifact: a context's
 /// `infer.context` definition comes before its first event, and events
 /// refer to it by `context_id` (stormlog's `CorrelationRecordEncoder`).
@@ -504,7 +505,7 @@ impl CorrelationRecordEncoder {
         let Ok(event) = event.cast::<crate::model::PyEvent>() else {
             return PyList::new(py, [given]);
         };
-        if null_intervals(&given)? {
+        if tally_artifact::stays_embedded(&event.get().inner) {
             return PyList::new(py, [given]);
         }
         let context = event.getattr("context")?;

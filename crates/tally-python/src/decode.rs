@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use serde_json::Value;
 
-use crate::codec::{ContextRegistry, context_of};
+use crate::codec::ContextRegistry;
 use crate::convert::dict_to_json;
 use crate::model::record_to_python;
 use crate::records::{Decoded, Expander};
@@ -69,12 +69,10 @@ impl CorrelationRecordDecoder {
         };
         let decoded = self.expander.expand(dict.copy()?, &text, self.rows)?;
         if let (Ok(None), Some(identity), true) = (&decoded, identity, definition) {
-            // The registry holds each definition too, as stormlog's does.
-            if let Some(payload) = dict.get_item("context")? {
-                self.registry
-                    .bind(py)
-                    .get()
-                    .register(&PyString::new(py, &identity), &context_of(&payload)?)?;
+            // The registry holds each definition too, as stormlog's does:
+            // the context object the expander made of it.
+            if let Some(context) = self.expander.context(py, &identity) {
+                self.registry.bind(py).get().register(&PyString::new(py, &identity), &context)?;
             }
             self.known.insert(identity);
         }

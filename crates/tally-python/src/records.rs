@@ -22,22 +22,8 @@ pub type Decoded<'py> = Option<(InferenceRecord, Bound<'py, PyDict>)>;
 /// The rows of one artifact, decoded and expanded.
 pub struct Expander {
     decoder: RecordDecoder,
-    /// `asdict` of each defined context, by `context_id`.
-    contexts: HashMap<String, Py<PyDict>>,
-}
-
-/// `schema_version` of an expanded v4 row: 3 for an activity whose
-/// metadata names `intervals`, else 2 (stormlog's `_embedded_version`).
-fn embedded_version(row: &Bound<'_, PyDict>) -> PyResult<u32> {
-    let activity =
-        row.get_item("event_type")?.is_some_and(|kind| kind.eq("infer.activity_ref").unwrap_or(false));
-    let intervals = match row.get_item("metadata")? {
-        Some(metadata) => {
-            metadata.cast::<PyDict>().map(|metadata| metadata.contains("intervals")).unwrap_or(Ok(false))?
-        }
-        None => false,
-    };
-    Ok(if activity && intervals { 3 } else { 2 })
+    /// Each defined context and its `asdict`, by `context_id`.
+    contexts: HashMap<String, (Py<PyAny>, Py<PyDict>)>,
 }
 
 impl Expander {
@@ -46,10 +32,22 @@ impl Expander {
         Self { decoder: RecordDecoder::new(source_name), contexts: HashMap::new() }
     }
 
+    /// Keeps a defined context and its `asdict`, the dict each reference's
+    /// row is given a copy of.
+    fn keep(&mut self, identity: String, context: Bound<'_, PyAny>) -> PyResult<()> {
+        let fields = context.py().import("dataclasses")?.getattr("asdict")?.call1((&context,))?;
+        self.contexts.insert(identity, (context.unbind(), fields.cast_into::<PyDict>()?.unbind()));
+        Ok(())
+    }
+
+    /// The context defined under `identity`, by a row or [`Expander::define`].
+    pub fn context<'py>(&self, py: Python<'py>, identity: &str) -> Option<Bound<'py, PyAny>> {
+        self.contexts.get(identity).map(|(context, _)| context.bind(py).clone())
+    }
+
     /// Gives the decoder the definition of `context` under `identity`, as
     /// if a row had defined it (a context the caller registered by hand).
     pub fn define(&mut self, identity: &str, context: &Bound<'_, PyAny>, line: u64) -> PyResult<()> {
-        let py = context.py();
         let inner = crate::model::PyContext::extract(context)?;
         let definition = serde_json::json!({
             "schema_version": tally_core::CONTEXT_REFERENCE_SCHEMA_VERSION,
@@ -62,9 +60,7 @@ impl Expander {
         self.decoder
             .decode_line(&text, line)
             .map_err(|error| PyValueError::new_err(error.reason().to_owned()))?;
-        let fields = py.import("dataclasses")?.getattr("asdict")?.call1((context,))?;
-        self.contexts.insert(identity.to_owned(), fields.cast_into::<PyDict>()?.unbind());
-        Ok(())
+        self.keep(identity.to_owned(), context.clone())
     }
 
     /// Reads one row: `Ok(None)` for a definition, else the decoded record
@@ -88,22 +84,24 @@ impl Expander {
         let Some(record) = record else {
             // A definition: the decoder accepted it, so it has both members.
             if let (Some(identity), Some(context)) = (identity, row.get_item("context")?) {
-                let context = crate::codec::context_of(&context)?;
-                let fields = py.import("dataclasses")?.getattr("asdict")?.call1((context,))?;
-                self.contexts.insert(identity, fields.cast_into::<PyDict>()?.unbind());
+                self.keep(identity, crate::codec::context_of(&context)?)?;
             }
             return Ok(Ok(None));
         };
         if let Some(identity) = identity {
             // The decoder accepted the reference, so a row or `define`
             // defined its context first.
-            let Some(context) = self.contexts.get(&identity) else {
+            let Some((_, fields)) = self.contexts.get(&identity) else {
                 return Ok(Err(format!("unknown context_id: {identity}")));
             };
-            let context = context.bind(py).copy()?;
             row.del_item("context_id")?;
-            row.set_item("context", context)?;
-            row.set_item("schema_version", embedded_version(&row)?)?;
+            row.set_item("context", fields.bind(py).copy()?)?;
+            // The embedded version is the event's own: 3 for an activity
+            // whose metadata names `intervals`, else 2 (stormlog's
+            // `_embedded_version`). A row naming a context is an event.
+            if let InferenceRecord::Event(event) = &record {
+                row.set_item("schema_version", event.schema_version())?;
+            }
         }
         Ok(Ok(Some((record, row))))
     }
@@ -112,6 +110,8 @@ impl Expander {
 /// The lines of an artifact file (plain or gzip) as `(line, record, dict)`.
 pub struct LineDicts {
     lines: BufReader<Sniffed<File>>,
+    /// Python's `json.loads`.
+    loads: Py<PyAny>,
     expander: Expander,
     line: u64,
     buffer: Vec<u8>,
@@ -119,12 +119,13 @@ pub struct LineDicts {
 
 impl LineDicts {
     /// Opens `path` as Python's `open` would.
-    pub fn open(path: &Path) -> PyResult<Self> {
+    pub fn open(py: Python<'_>, path: &Path) -> PyResult<Self> {
         let file = crate::paths::open(path)?;
         let sniffed =
             tally_artifact::decompressed(file).map_err(|error| crate::paths::os_error(&error, path))?;
         Ok(Self {
             lines: BufReader::with_capacity(1 << 16, sniffed),
+            loads: json_loads(py)?,
             expander: Expander::new(path.display().to_string()),
             line: 0,
             buffer: Vec::new(),
@@ -153,7 +154,8 @@ impl LineDicts {
             let Ok(text) = std::str::from_utf8(&self.buffer) else {
                 return Err(fail("not UTF-8".to_owned()));
             };
-            let row = load_row(py, text).map_err(|error| fail(error.value(py).to_string()))?;
+            let row =
+                load_row(self.loads.bind(py), text).map_err(|error| fail(error.value(py).to_string()))?;
             match self.expander.expand(row, &self.buffer, line)?.map_err(fail)? {
                 None => continue,
                 Some((record, row)) => return Ok(Some((line, record, row))),
@@ -162,9 +164,14 @@ impl LineDicts {
     }
 }
 
-/// `json.loads(text)`, which must be an object (stormlog's decoder's first
+/// Python's `json.loads`, looked up once per reader.
+pub fn json_loads(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    Ok(py.import("json")?.getattr("loads")?.unbind())
+}
+
+/// `loads(text)`, which must be an object (stormlog's decoder's first
 /// check, worded as it words it).
-pub fn load_row<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyDict>> {
-    let value = py.import("json")?.getattr("loads")?.call1((PyString::new(py, text),))?;
+fn load_row<'py>(loads: &Bound<'py, PyAny>, text: &str) -> PyResult<Bound<'py, PyDict>> {
+    let value = loads.call1((PyString::new(loads.py(), text),))?;
     value.cast_into::<PyDict>().map_err(|_| PyValueError::new_err("record must be an object"))
 }
