@@ -418,86 +418,66 @@ impl CorrelationGraph {
     }
 }
 
-/// The order of stormlog's accounting dicts, where the events are there to
-/// give it: `iterations` in the graph's iteration-table order (first
-/// delivery), and each `gpu` dict and `device_totals` in the order in which
-/// a measured GPU activity of the activity table first names each clock.
-/// tally-gpu-time's lists are sorted instead; a graph from `account_paths`
-/// kept no tables, so its dicts stay sorted.
+/// The order of stormlog's accounting dicts: `iterations` in the graph's
+/// iteration-table order (first delivery), and each `gpu` dict and
+/// `device_totals` in the order in which a measured GPU activity of the
+/// activity table first names each clock. It is read from the facts the
+/// accounting itself reads ([`ResolvedEvidence`]), so it holds for a graph
+/// of events and for a streamed one alike; tally-gpu-time's lists are
+/// sorted instead.
 struct DictOrder<'a> {
-    /// The iteration refs in table order; empty for a streamed graph.
+    /// The iterations, in table order.
     iterations: Vec<&'a CoreRef>,
-    /// Each clock's first measured activity, over the whole table.
+    /// Each clock in the order of its first measured activity.
     totals: Vec<CoreClock<'a>>,
-    /// The same per linked iteration.
-    per_iteration: std::collections::HashMap<&'a CoreRef, Vec<CoreClock<'a>>>,
+    /// The same for each iteration, by its position in `iterations`.
+    per_iteration: Vec<Vec<CoreClock<'a>>>,
 }
 
 impl<'a> DictOrder<'a> {
-    fn of(data: &'a GraphData, accounting: &Accounting<'_>) -> Self {
-        let mut order = Self {
-            iterations: Vec::new(),
-            totals: Vec::new(),
-            per_iteration: std::collections::HashMap::new(),
-        };
-        let GraphData::Events(graph) = data else {
-            return order;
-        };
-        let graph = graph.borrow_dependent();
-        order.iterations = graph.iterations().iter().map(|row| &row.body.iteration_ref).collect();
+    fn of(data: &'a GraphData) -> Self {
+        match data {
+            GraphData::Events(graph) => Self::of_evidence(graph.borrow_dependent()),
+            GraphData::Streamed(run) => Self::of_evidence(&**run),
+        }
+    }
+
+    fn of_evidence<G: ResolvedEvidence + ?Sized>(graph: &'a G) -> Self {
+        let iterations: Vec<&'a CoreRef> = graph.iteration_facts().map(|facts| facts.iteration_ref).collect();
+        let mut order =
+            Self { per_iteration: vec![Vec::new(); iterations.len()], iterations, totals: Vec::new() };
         let push = |list: &mut Vec<CoreClock<'a>>, clock: CoreClock<'a>| {
             if !list.contains(&clock) {
                 list.push(clock);
             }
         };
-        for row in graph.activities() {
-            if row.body.activity_domain.as_str() != "gpu" || row.event.busy_intervals().is_none() {
-                continue;
-            }
-            let Some(clock) = CoreClock::of_context(row.event.context()) else {
+        for activity in graph.activity_facts() {
+            // Measured as the accounting measures it: on the GPU, on a
+            // device clock, with busy intervals.
+            let (Some((uuid, domain, kind)), Some(_)) = (activity.device, activity.busy) else {
                 continue;
             };
+            if activity.domain != tally_core::ActivityDomain::Gpu {
+                continue;
+            }
+            let clock = CoreClock::new(uuid, domain, kind);
             push(&mut order.totals, clock);
-            if let Some(iteration) = &row.body.iteration_ref
-                && accounting.iteration(iteration).is_some()
-            {
-                push(order.per_iteration.entry(iteration).or_default(), clock);
+            if let Some(list) = activity.iteration.and_then(|index| order.per_iteration.get_mut(index)) {
+                push(list, clock);
             }
         }
         order
     }
 
-    /// The accounting's iteration rows in stormlog's order.
-    fn iterations<'b>(
-        &self,
-        accounting: &'b Accounting<'_>,
-    ) -> Box<dyn Iterator<Item = &'b tally_gpu_time::IterationTiming<'b>> + '_>
-    where
-        'b: 'a,
-    {
-        if self.iterations.is_empty() {
-            return Box::new(accounting.iterations.iter());
-        }
-        Box::new(self.iterations.iter().filter_map(|reference| accounting.iteration(reference)))
-    }
-
-    /// `rows` (one iteration's, or the device totals for `None`) in
-    /// stormlog's order of their clocks.
-    fn clocks_of<'r, T>(
-        &self,
-        iteration: Option<&CoreRef>,
+    /// `rows` in the order of the clocks in `order`.
+    fn clocks_in<'r, T>(
+        order: &[CoreClock<'_>],
         rows: &'r [(CoreClock<'r>, T)],
     ) -> Vec<&'r (CoreClock<'r>, T)> {
-        let order = match iteration {
-            None => Some(&self.totals),
-            Some(iteration) => self.per_iteration.get(iteration),
-        };
         let mut sorted: Vec<&(CoreClock<'r>, T)> = rows.iter().collect();
-        if let Some(order) = order {
-            let rank =
-                |clock: &CoreClock<'_>| order.iter().position(|known| known == clock).unwrap_or(usize::MAX);
-            sorted.sort_by_key(|(clock, _)| rank(clock));
-        }
+        let rank =
+            |clock: &CoreClock<'_>| order.iter().position(|known| known == clock).unwrap_or(usize::MAX);
+        sorted.sort_by_key(|(clock, _)| rank(clock));
         sorted
     }
 }
@@ -550,11 +530,15 @@ impl RunAccounting {
             .into_any()
             .unbind())
         };
-        let order = DictOrder::of(owned.borrow_owner(), accounting);
+        let order = DictOrder::of(owned.borrow_owner());
         let iterations = PyDict::new(py);
-        for timing in order.iterations(accounting) {
+        let timings =
+            order.iterations.iter().zip(&order.per_iteration).filter_map(|(reference, clocks)| {
+                accounting.iteration(reference).map(|timing| (timing, clocks))
+            });
+        for (timing, clock_order) in timings {
             let gpu = PyDict::new(py);
-            for (key, time) in order.clocks_of(Some(timing.iteration_ref), &timing.gpu) {
+            for (key, time) in DictOrder::clocks_in(clock_order, &timing.gpu) {
                 gpu.set_item(clock(py, &mut clocks, key)?, gpu_time(py, time)?)?;
             }
             let elapsed = match timing.elapsed_ns {
@@ -567,7 +551,7 @@ impl RunAccounting {
         let totals = PyDict::new(py);
         let device_totals: Vec<(CoreClock<'_>, CoreGpuTime)> =
             accounting.device_totals.iter().map(|total| (total.clock, total.time)).collect();
-        for (key, time) in order.clocks_of(None, &device_totals) {
+        for (key, time) in DictOrder::clocks_in(&order.totals, &device_totals) {
             totals.set_item(clock(py, &mut clocks, key)?, gpu_time(py, time)?)?;
         }
         let references = |list: &[&CoreRef]| -> PyResult<Py<PyAny>> {

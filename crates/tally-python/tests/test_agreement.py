@@ -44,11 +44,25 @@ def test_generated_artifacts_agree(tmp_path, form, block):
         tally_accounting = c.TALLY.account_gpu_time(tally_graph)
         assert c.accounting(tally_accounting) == c.accounting(storm_accounting), seed
 
+        # The dicts in stormlog's order: a program that prints them prints
+        # the same lines.
+        assert dict_orders(tally_accounting) == dict_orders(storm_accounting), seed
+
         # The streamed path over the same file.
         streamed_graph, streamed = c.TALLY.account_paths([path])
         assert streamed == tally_accounting, seed
+        assert dict_orders(streamed) == dict_orders(storm_accounting), seed
         assert tuple(streamed_graph.unresolved) == tuple(tally_graph.unresolved), seed
         assert streamed_graph.counts == tally_graph.counts, seed
+
+
+def dict_orders(accounting):
+    """The iteration order of a RunAccounting's dicts."""
+    return (
+        [c.ref(key) for key in accounting.iterations],
+        [[c.clock(clock) for clock in timing.gpu] for timing in accounting.iterations.values()],
+        [c.clock(clock) for clock in accounting.device_totals],
+    )
 
 
 def test_iterators_and_record_readers_agree(tmp_path):
