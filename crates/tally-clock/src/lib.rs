@@ -47,6 +47,9 @@
 //! - [`align_span`] translates both ends of a span and keeps their bounds;
 //!   when one chain of alignments covers both ends the offset cancels and the
 //!   duration is exact.
+//! - [`NearestAligner`] is the overlap breakdown's rule over plain
+//!   [`DirectAlignment`] figures: the least uncertain direct alignment that
+//!   covers a timestamp, in either direction (module `nearest`).
 //!
 //! # Differences from stormlog
 //!
@@ -59,6 +62,10 @@ use std::collections::BinaryHeap;
 
 use serde_json::Value;
 use tally_core::{ClockAlignment, CorrelationEvent, EventBody};
+
+mod nearest;
+
+pub use nearest::{DirectAlignment, NearestAligner, window_covers};
 
 /// The context `source` of clock alignments that `infer import-execution`
 /// wrote before it recorded an `alignment_basis`.
@@ -176,8 +183,7 @@ impl<'a> Alignment<'a> {
     /// clock): `valid_from_ns` inclusive, `valid_to_ns` exclusive.
     pub fn covers(&self, timestamp_ns: i128) -> bool {
         let validity = &self.body.validity;
-        validity.start_ns().is_none_or(|from| timestamp_ns >= i128::from(from))
-            && validity.end_ns().is_none_or(|to| timestamp_ns < i128::from(to))
+        window_covers(validity.start_ns(), validity.end_ns(), timestamp_ns)
     }
 
     /// Whether it translates `from` to `to`.
