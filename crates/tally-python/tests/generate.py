@@ -24,34 +24,26 @@ The expected values are never computed here: the tests ask stormlog.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import random
+import sys
 from pathlib import Path
 from typing import Any
 
-from stormlog.infer.correlation_codec import CorrelationRecordEncoder
 from stormlog.infer.correlation_events import parse_inference_record
+
+# The record builders and writers the fixture scripts use too
+# (python/fixtures/_common.py), not a package: its folder goes on sys.path.
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "python" / "fixtures"))
+
+import _common  # noqa: E402
+from _common import ref  # noqa: E402
 
 LEGACY_IMPORT = "stormlog.infer.import_execution"
 
 
-def context(run: str, session: str, producer: str, domain: str, kind: str, **extra: Any) -> dict:
-    ctx = {
-        "run_id": run,
-        "session_id": session,
-        "producer_id": producer,
-        "source": extra.pop("source", "tally.tests"),
-        "clock_domain": domain,
-        "clock_kind": kind,
-        "collection_mode": extra.pop("collection_mode", "active"),
-        "provenance": extra.pop("provenance", "observed"),
-    }
-    ctx.update({key: value for key, value in extra.items() if value is not None})
-    return ctx
-
-
-def ref(producer: str, ident: str) -> dict:
-    return {"producer_id": producer, "id": ident}
+context = functools.partial(_common.context, source="tally.tests")
 
 
 class Run:
@@ -259,22 +251,8 @@ def random_run(seed: int, *, size: int | None = None, run_id: str | None = None)
     return run.records
 
 
-def write_v2(path: Path, records: list[dict]) -> Path:
-    """Embedded form: one ``json.dumps(record, sort_keys=True)`` per line."""
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(json.dumps(record, sort_keys=True) + "\n")
-    return path
-
-
-def write_v4(path: Path, records: list[dict]) -> Path:
-    """Compact form, written with stormlog's own encoder."""
-    encoder = CorrelationRecordEncoder()
-    with path.open("w", encoding="utf-8") as handle:
-        for record in records:
-            for row in encoder.encode(record):
-                handle.write(json.dumps(row, sort_keys=True) + "\n")
-    return path
+write_v2 = _common.write_embedded
+write_v4 = _common.write_compact
 
 
 def write_lines(path: Path, lines: list[str]) -> Path:

@@ -26,6 +26,12 @@ def _both(path):
     return out
 
 
+def _both_of_run(write, path, seed):
+    """``_both`` of generated run ``seed``, written to ``path`` by ``write``:
+    each side's name with its (side, graph, accounting)."""
+    return _both(write(path, generate.random_run(seed))).items()
+
+
 def _share_models(side, graph, accounting, rng):
     """Share models for each measured iteration: valid ones and ones that
     break each rule (keyword dicts for validate_request_shares)."""
@@ -72,10 +78,8 @@ def _validate(side, graph, accounting, iteration, clock, plan, remainder):
 
 @pytest.mark.parametrize("seed", range(0, 40, 2))
 def test_share_validation_agrees(tmp_path, seed):
-    path = generate.write_v4(tmp_path / f"s{seed}.jsonl", generate.random_run(seed))
-    both = _both(path)
     outcomes = {}
-    for name, (side, graph, accounting) in both.items():
+    for name, (side, graph, accounting) in _both_of_run(generate.write_v4, tmp_path / f"s{seed}.jsonl", seed):
         rng = random.Random(seed)
         outcomes[name] = [
             c.outcome(lambda: _validate(side, graph, accounting, iteration, clock, plan, remainder))
@@ -96,10 +100,8 @@ def test_share_estimate_rules(side):
 
 @pytest.mark.parametrize("seed", range(0, 60, 3))
 def test_alignment_agrees(tmp_path, seed):
-    path = generate.write_v2(tmp_path / f"a{seed}.jsonl", generate.random_run(seed))
-    both = _both(path)
     results = {}
-    for name, (side, graph, _accounting) in both.items():
+    for name, (side, graph, _accounting) in _both_of_run(generate.write_v2, tmp_path / f"a{seed}.jsonl", seed):
         pairs = sorted({(a.from_clock_domain, a.to_clock_domain) for a in graph.alignments})
         pairs += [("host-a", "host-a"), ("host-a", "nowhere"), ("cuda:0", "host-a")]
         rows = []
