@@ -70,6 +70,17 @@ impl Plan {
         };
         Ok(Self { iterations, runtime_links, launches, order, runs })
     }
+
+    /// The GPU groups of this plan over the rows it was made from.
+    fn groups<'a>(&'a self, gpu: &'a Rows<GpuEvent>, runtime: &'a Rows<RuntimeRow>) -> GpuGroups<'a> {
+        GpuGroups {
+            gpu,
+            runtime,
+            launches: &self.launches,
+            runtime_links: &self.runtime_links,
+            order: &self.order,
+        }
+    }
 }
 
 /// The records of one trace made on this thread in their order: the GPU
@@ -81,18 +92,12 @@ pub(super) fn in_order(
     out: &mut Out<'_>,
 ) -> Result<Made, TraceErrorKind> {
     let mut emitter = Emitter::new(shared);
-    let Plan { iterations, runtime_links, launches, order, runs } =
-        Plan::make(shared, &mut emitter, &gpu, &runtime, out, false)?;
-    let groups = GpuGroups {
-        gpu: &gpu,
-        runtime: &runtime,
-        launches: &launches,
-        runtime_links: &runtime_links,
-        order: &order,
-    };
-    for &run in &runs {
-        emitter.gpu_group(&groups, run, &iterations, out)?;
+    let plan = Plan::make(shared, &mut emitter, &gpu, &runtime, out, false)?;
+    let groups = plan.groups(&gpu, &runtime);
+    for &run in &plan.runs {
+        emitter.gpu_group(&groups, run, &plan.iterations, out)?;
     }
+    let Plan { iterations, runtime_links, launches, order, runs } = plan;
     drop(launches);
     let figures = device_figures(&gpu, &order, &runs);
     drop((order, runs));
@@ -152,29 +157,23 @@ pub(super) fn in_parallel<R: RecordBatcher>(
 ) -> Result<Made, TraceErrorKind> {
     // The first records (iterations, the alignment) on this thread.
     let mut first = Emitter::new(shared);
-    let Plan { iterations, runtime_links, launches, order, runs } =
-        Plan::make(shared, &mut first, &gpu, &runtime, &mut |record| batched.add(record), true)?;
+    let plan = Plan::make(shared, &mut first, &gpu, &runtime, &mut |record| batched.add(record), true)?;
     batched.flush()?;
     let batcher = batched.batcher;
-    let groups = GpuGroups {
-        gpu: &gpu,
-        runtime: &runtime,
-        launches: &launches,
-        runtime_links: &runtime_links,
-        order: &order,
-    };
+    let groups = plan.groups(&gpu, &runtime);
+    let (runs, iterations, order) = (&plan.runs, &plan.iterations, &plan.order);
     let chunks = runs.len().div_ceil(CHUNK_GROUPS);
     let before = batched.records;
     let stop = AtomicBool::new(false);
     let (tallies, passed, figures) = std::thread::scope(|scope| {
         // The summary's device figures need no record: made beside them.
-        let figures = scope.spawn(|| device_figures(&gpu, &order, &runs));
+        let figures = scope.spawn(|| device_figures(&gpu, order, runs));
         let mut receivers = Vec::with_capacity(emitters);
         let mut handles = Vec::with_capacity(emitters);
         for which in 0..emitters.min(chunks) {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<Chunk<R::Batch>>(2);
             receivers.push(receiver);
-            let (groups, runs, iterations, stop) = (&groups, &runs, &iterations, &stop);
+            let (groups, stop) = (&groups, &stop);
             handles.push(scope.spawn(move || {
                 let mut emitter = Emitter::new(shared);
                 for chunk in (which..chunks).step_by(emitters) {
@@ -241,6 +240,7 @@ pub(super) fn in_parallel<R: RecordBatcher>(
     for tally in tallies {
         emitter.tally.merge(tally);
     }
+    let Plan { iterations, runtime_links, launches, order, runs } = plan;
     drop((order, runs, launches));
     emitter.spelled.activity_count = batched.records - before;
     let out: &mut Out<'_> = &mut |record| batched.add(record);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use tally_core::{ActivityDomain, CorrelationEvent, EventBody};
+use tally_core::{ActivityDomain, ActivityRef, CorrelationEvent, EventBody};
 use tally_trace::{Detail, ImportOptions, ImportSummary, import_traces_to_vec};
 
 pub fn fixture(name: &str) -> PathBuf {
@@ -202,38 +202,32 @@ impl RawTrace {
 /// Busy and summed time per device clock `(device_uuid, clock_domain)`,
 /// from the GPU activities' busy intervals.
 pub fn device_figures(events: &[CorrelationEvent]) -> BTreeMap<(String, String), (u128, u128)> {
-    let mut intervals: BTreeMap<(String, String), Vec<(u128, u128)>> = BTreeMap::new();
-    for event in events {
-        let EventBody::ActivityRef(activity) = event.body() else { continue };
-        if activity.activity_domain != ActivityDomain::Gpu {
-            continue;
-        }
+    gpu_figures(events, |event, _| {
         let context = event.context();
-        let key = (context.device_uuid.as_ref().unwrap().to_string(), context.clock_domain.to_string());
-        let list = intervals.entry(key).or_default();
-        for interval in event.busy_intervals().unwrap().as_slice() {
-            list.push((u128::from(interval.start_ns()), u128::from(interval.end_ns())));
-        }
-    }
-    intervals
-        .into_iter()
-        .map(|(key, list)| {
-            let summed = list.iter().map(|(start, end)| end - start).sum();
-            (key, (union_length(&list), summed))
-        })
-        .collect()
+        (context.device_uuid.as_ref().unwrap().to_string(), context.clock_domain.to_string())
+    })
 }
 
 /// Busy and summed time per iteration ID (all devices of one trace).
 pub fn iteration_figures(events: &[CorrelationEvent]) -> BTreeMap<Option<String>, (u128, u128)> {
-    let mut intervals: BTreeMap<Option<String>, Vec<(u128, u128)>> = BTreeMap::new();
+    gpu_figures(events, |_, activity| {
+        activity.iteration_ref.as_ref().map(|reference| reference.id().to_owned())
+    })
+}
+
+/// Busy (union) and summed time of the GPU activities' busy intervals, per
+/// the key `key` gives each activity.
+fn gpu_figures<K: Ord>(
+    events: &[CorrelationEvent],
+    key: impl Fn(&CorrelationEvent, &ActivityRef) -> K,
+) -> BTreeMap<K, (u128, u128)> {
+    let mut intervals: BTreeMap<K, Vec<(u128, u128)>> = BTreeMap::new();
     for event in events {
         let EventBody::ActivityRef(activity) = event.body() else { continue };
         if activity.activity_domain != ActivityDomain::Gpu {
             continue;
         }
-        let key = activity.iteration_ref.as_ref().map(|reference| reference.id().to_owned());
-        let list = intervals.entry(key).or_default();
+        let list = intervals.entry(key(event, activity)).or_default();
         for interval in event.busy_intervals().unwrap().as_slice() {
             list.push((u128::from(interval.start_ns()), u128::from(interval.end_ns())));
         }
