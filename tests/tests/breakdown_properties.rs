@@ -1,19 +1,19 @@
 //! Issue 17's properties of the overlap breakdown over generated runs
 //! (`tally_conformance::runs::arb_labelled_run`: kinds, names, streams,
 //! launch correlations), each figure checked against an independent
-//! computation from the resolved facts with `tally_core::interval`'s plain
+//! computation from the resolved facts with `tally_utils::interval`'s plain
 //! unions.
 
 use std::collections::BTreeMap;
 
 use proptest::prelude::*;
 use tally_conformance::runs::{arb_delivery, arb_labelled_run, deliver};
-use tally_core::interval::{merge_intervals, union_ns};
 use tally_core::{ActivityDomain, InferenceRecord};
 use tally_gpu_time::account_gpu_time;
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, Categories, CategoryTime, Overlaps, breakdown};
 use tally_gpu_time::category::{Category, CategoryRules};
 use tally_resolve::{ResolvedEvidence, resolve_inference_events, resolve_streaming};
+use tally_utils::interval::{merge_intervals, union_ns};
 
 fn config() -> ProptestConfig {
     ProptestConfig::with_cases(128)

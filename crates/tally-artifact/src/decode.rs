@@ -71,7 +71,7 @@ fn invalid(reason: impl Into<String>) -> LineError {
 /// The JSON of a non-blank line, or why it is not JSON.
 pub(crate) fn parse_json(line: &[u8], terminated: bool) -> Result<Value, LineError> {
     // Python reads `-0` as the integer 0; serde_json as a float.
-    let text = tally_core::pythonic_json_bytes(line);
+    let text = tally_utils::json_text::pythonic_json_bytes(line);
     serde_json::from_slice(&text).map_err(|error| {
         let reason = if let Err(bad) = std::str::from_utf8(line) {
             format!("not UTF-8: invalid byte at column {}", bad.valid_up_to() + 1)

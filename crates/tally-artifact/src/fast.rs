@@ -213,7 +213,8 @@ pub(crate) fn decode(
     }
     // An integer `-0` is 0 to Python but `-0.0` to serde: the exact path
     // reads it as Python does (found by the artifact_line fuzz target).
-    if memchr::memmem::find_iter(line, b"-0").any(|at| tally_core::is_negative_zero_at(line, at)) {
+    if memchr::memmem::find_iter(line, b"-0").any(|at| tally_utils::json_text::is_negative_zero_at(line, at))
+    {
         return None;
     }
     let mut scratch = std::mem::take(&mut interner.scratch);

@@ -17,7 +17,7 @@
 
 use serde_json::{Map, Number, Value};
 use tally_core::RecordMember;
-use tally_core::byte_search::{below, equal_to, first_flagged, non_ascii};
+use tally_utils::byte_search::{below, equal_to, first_flagged, non_ascii};
 
 /// The item and key separators of `json.dumps`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub fn write_number(out: &mut Vec<u8>, number: &Number) {
 /// Appends an unsigned integer.
 #[inline]
 pub fn write_u64(out: &mut Vec<u8>, value: u64) {
-    out.extend_from_slice(tally_core::decimal::Decimal::new(value).as_bytes());
+    out.extend_from_slice(tally_utils::decimal::Decimal::new(value).as_bytes());
 }
 
 /// Appends a signed integer.

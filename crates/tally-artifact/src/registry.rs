@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use tally_core::CorrelationContext;
-use tally_core::fast_hash::FastHashMap;
+use tally_utils::fast_hash::FastHashMap;
 
 /// How many recently used contexts a decoder compares before hashing.
 const RECENT: usize = 8;

@@ -5,10 +5,10 @@
 //! spelling of stormlog's writer. The row readers that use it are
 //! [`crate::view_rows`]'s.
 
-use tally_core::ContentHasher;
-use tally_core::byte_search::{equal_to, first_flagged};
-use tally_core::decimal::leading_json_integer;
 use tally_core::view::RefView;
+use tally_utils::byte_search::{equal_to, first_flagged};
+use tally_utils::content_hash::ContentHasher;
+use tally_utils::decimal::leading_json_integer;
 
 /// Nesting past this depth in metadata is left to the exact path.
 const MAX_DEPTH: usize = 64;

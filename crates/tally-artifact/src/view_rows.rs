@@ -470,7 +470,10 @@ fn build_typed<'l>(
 ) -> Option<(EventView<'l>, bool)> {
     let version = row.schema_version.required()?;
     let meta = match row.metadata {
-        Field::Absent => Meta { hash: tally_core::metadata_hash(&serde_json::Map::new()), ..Meta::default() },
+        Field::Absent => Meta {
+            hash: tally_utils::content_hash::metadata_hash(&serde_json::Map::new()),
+            ..Meta::default()
+        },
         Field::Present(meta) => meta,
         Field::Null => return None,
     };

@@ -2,12 +2,13 @@
 //!
 //! The event model of tally: correlation events exactly as stormlog 0.4.3
 //! defines them, and the small primitives both halves of tally share
-//! (non-empty strings, validation errors, [`string_enum!`], Python equality
-//! of JSON values, and [`interval`] arithmetic).
+//! (non-empty strings, validation errors, [`string_enum!`] and Python
+//! equality of JSON values). The byte-level tools beneath them (interval
+//! arithmetic, hashing, decimal digits, Python's reading of JSON text) are
+//! the internal crate `tally-utils`'.
 //!
 //! This crate is plain data and validation. It opens no file and knows no
-//! file format beyond one JSON record (and the size bound on a JSON
-//! document read whole, [`document`]): reading and writing artifacts is
+//! file format beyond one JSON record: reading and writing artifacts is
 //! `tally-artifact`'s job. Every constructor and every deserializer checks
 //! the model's rules, so an invalid value cannot exist after construction.
 //!
@@ -37,30 +38,23 @@
 //! * **`proptest`** — proptest strategies for every model value
 //!   (`tally_core::arbitrary`), for other crates' property suites. Off by
 //!   default. (Written here by hand rather than by `document-features`,
-//!   since this crate depends on serde, serde_json and thiserror only.)
+//!   since this crate depends on serde, serde_json, thiserror and
+//!   tally-utils only.)
 
 #[cfg(feature = "proptest")]
 pub mod arbitrary;
 mod busy_intervals;
-pub mod byte_search;
-mod content_hash;
 mod context;
-pub mod decimal;
-pub mod document;
 mod error;
 mod event;
-pub mod fast_hash;
 mod fields;
-pub mod interval;
 mod json_eq;
-mod json_text;
 mod record;
 mod span;
 mod text;
 pub mod view;
 
 pub use busy_intervals::busy_intervals_from_pairs;
-pub use content_hash::{ContentHasher, metadata_hash};
 pub use context::{ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance};
 pub use error::{ValidationError, shown};
 pub use event::{
@@ -71,13 +65,16 @@ pub use event::{
 };
 pub use fields::json_integer;
 pub use json_eq::python_json_eq;
-pub use json_text::{
-    integer_negative_zeros, is_negative_zero_at, may_hold_negative_zero, pythonic_json_bytes,
-    pythonic_json_text,
-};
 pub use record::{RecordMember, parse_inference_record, parse_record_map, record_schema_version};
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;
+
+// `view` hashes metadata as `crate::metadata_hash` and its docs name
+// `crate::ContentHasher`: the one content hash is tally-utils', imported,
+// not re-exported (no public signature here takes the hasher).
+#[cfg(doc)]
+use tally_utils::content_hash::ContentHasher;
+use tally_utils::content_hash::metadata_hash;
 
 // The serde that `string_enum!` expands to, whatever the calling crate names it.
 #[doc(hidden)]

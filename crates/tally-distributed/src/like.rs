@@ -47,7 +47,7 @@ impl ResourceProfileLike {
 
     /// Loads either scope from JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
-        let value: Value = serde_json::from_str(&tally_core::pythonic_json_text(text))
+        let value: Value = serde_json::from_str(&tally_utils::json_text::pythonic_json_text(text))
             .map_err(|error| ValidationError::new("profile", format!("invalid resource profile: {error}")))?;
         Self::from_json_value(value)
     }

@@ -11,10 +11,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tally_core::InferenceRecord;
-use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 use tally_gpu_time::AccountingReport;
 use tally_profile::profile::ResourceProfile;
 use tally_resolve::{ResolveError, resolve_inference_events};
+use tally_utils::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
 /// Resolves the records of every rank together and reports their GPU time
 /// per device clock (stormlog's rules; the report `tally account --format

@@ -154,7 +154,7 @@ impl AggregateRequest {
     /// result and error messages are the reference.
     pub fn from_json_str(text: &str) -> Result<Self, RequestError> {
         // Python reads `-0` as the integer 0.
-        let text = &*tally_core::pythonic_json_text(text);
+        let text = &*tally_utils::json_text::pythonic_json_text(text);
         if text.trim_start().starts_with('{')
             && let Ok(fast) = serde_json::from_str::<FastRequest>(text)
             && let Ok(request) = fast.into_request()

@@ -3,9 +3,10 @@
 use std::cmp::Ordering;
 
 use tally_core::{ActivityDomain, ClockKind, CorrelationContext, EntityRef};
-use tally_resolve::{FastHashMap, IterationFacts, ResolvedEvidence};
+use tally_resolve::{IterationFacts, ResolvedEvidence};
+use tally_utils::fast_hash::FastHashMap;
 
-use tally_core::interval::{IdleGaps, Sweep, UnionSweep, sort_by_start};
+use tally_utils::interval::{IdleGaps, Sweep, UnionSweep, sort_by_start};
 
 /// The clock GPU activity was timed on: a device's own clock or a host
 /// monotonic clock, per device. Figures on different device clocks are

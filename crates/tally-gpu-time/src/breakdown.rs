@@ -145,7 +145,7 @@
 //!   while the device was idle 321 378 µs, 205 492 of them with a launch
 //!   queued and 115 886 host-bound.
 //!
-//! [`LabelCoverage`]: tally_core::interval::LabelCoverage
+//! [`LabelCoverage`]: tally_utils::interval::LabelCoverage
 //! [`MemoryKind`]: crate::category::MemoryKind
 
 // One module per job: `report`, the report's types (the object that is

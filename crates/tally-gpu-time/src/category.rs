@@ -63,7 +63,7 @@ impl Category {
         }
     }
 
-    /// Its bit in a label set of [`tally_core::interval::LabelCoverage`].
+    /// Its bit in a label set of [`tally_utils::interval::LabelCoverage`].
     pub(crate) fn bit(self) -> u8 {
         match self {
             Category::Compute => 1,

@@ -61,7 +61,7 @@ impl ShareModel {
     /// Reads a share model from its JSON text.
     pub fn from_json_str(text: &str) -> Result<Self, ShareModelError> {
         // Python reads `-0` as the integer 0 (a share's `duration_ns: -0`).
-        read_model(&tally_core::pythonic_json_text(text)).map_err(ShareModelError)
+        read_model(&tally_utils::json_text::pythonic_json_text(text)).map_err(ShareModelError)
     }
 
     /// The device clock the budget is measured on.

@@ -3,7 +3,8 @@
 //! budget.
 
 use tally_core::{EntityRef, NonEmptyString};
-use tally_resolve::{FastHashMap, FastHashSet, ResolvedEvidence};
+use tally_resolve::ResolvedEvidence;
+use tally_utils::fast_hash::{FastHashMap, FastHashSet};
 
 use crate::{DeviceClock, RunAccounting};
 

@@ -9,12 +9,10 @@ use tally_core::{
     ActivityRef, ClockAlignment, CorrelationContext, CorrelationEvent, EntityRef, EventBody, Iteration,
     Membership, Request, Stage,
 };
+use tally_utils::fast_hash::{FastHashMap, FastHashSet};
 
 use crate::hash::{Prehashed, PrehashedMap, combine, prehash};
-use crate::{
-    AsCorrelationEvent, FastHashMap, FastHashSet, ReferenceKind, ResolveError, Resolved, TableCounts,
-    UnresolvedReference,
-};
+use crate::{AsCorrelationEvent, ReferenceKind, ResolveError, Resolved, TableCounts, UnresolvedReference};
 
 /// Key of the request table.
 pub type RequestKey<'a> = (&'a EntityRef, Option<&'a EntityRef>);

@@ -13,9 +13,8 @@
 
 use std::cmp::Ordering;
 
-use tally_core::decimal::Decimal;
-
-use crate::FastHashMap;
+use tally_utils::decimal::Decimal;
+use tally_utils::fast_hash::FastHashMap;
 
 /// Set in an entry that holds a prefix number and a counter.
 const NUMBERED: u64 = 1 << 63;

@@ -15,9 +15,10 @@
 
 use std::hash::Hash;
 
-use tally_core::fast_hash::{folded_multiply, for_each_word};
 use tally_core::view::{BodyView, EventView, RefView};
-use tally_core::{ContentHasher, CorrelationContext, Span, TokenCounts};
+use tally_core::{CorrelationContext, Span, TokenCounts};
+use tally_utils::content_hash::ContentHasher;
+use tally_utils::fast_hash::{folded_multiply, for_each_word};
 
 /// Keys of [`Fingerprint`]'s mixing (odd, with set bits in every byte, so
 /// that no word of text or small number cancels one).

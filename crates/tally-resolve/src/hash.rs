@@ -3,7 +3,7 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-pub use tally_core::fast_hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
+pub use tally_utils::fast_hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
 
 /// The hash of `key` with [`FastHasher`].
 #[inline]
@@ -14,7 +14,7 @@ pub(crate) fn prehash<K: Hash + ?Sized>(key: &K) -> u64 {
 /// Mixes a small number into a hash (a namespace into an ID's hash).
 #[inline]
 pub(crate) fn combine(hash: u64, small: u32) -> u64 {
-    tally_core::fast_hash::mix(hash, u64::from(small))
+    tally_utils::fast_hash::mix(hash, u64::from(small))
 }
 
 /// A key with its hash computed beforehand.

@@ -11,7 +11,8 @@
 use std::sync::Arc;
 
 use tally_core::view::{ActivityView, BodyView, EventView, RefView};
-use tally_core::{ActivityDomain, BusyIntervals, ContentHasher, CorrelationContext, Interval, Span};
+use tally_core::{ActivityDomain, BusyIntervals, CorrelationContext, Interval, Span};
+use tally_utils::content_hash::ContentHasher;
 
 use crate::AsCorrelationEvent;
 use crate::fingerprint::{content_fingerprint, context_fingerprint, reference};

@@ -22,12 +22,13 @@ use std::sync::{Arc, OnceLock};
 
 use tally_core::view::RefView;
 use tally_core::{ActivityDomain, ClockKind, CorrelationContext, EntityRef, Interval};
+use tally_utils::fast_hash::FastHashMap;
 
 use crate::event_ids::EventIds;
 #[cfg(doc)]
 use crate::evidence::ActivityFacts;
 use crate::prepare::{Busy, PreparedActivity, PreparedBatch, PreparedBody, PreparedEvent};
-use crate::{AsCorrelationEvent, FastHashMap, ReferenceKind, ResolveError, TableCounts};
+use crate::{AsCorrelationEvent, ReferenceKind, ResolveError, TableCounts};
 use chunked::Chunked;
 use intern::{Classes, Names, Refs, intern};
 use run::Memberships;

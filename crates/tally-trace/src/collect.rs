@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use std::ops::Index;
-use tally_core::fast_hash::FastHashMap;
+use tally_utils::fast_hash::FastHashMap;
 
 use crate::record::ThreadId;
 

@@ -65,7 +65,7 @@ pub fn nanos_text(text: &str) -> Result<Nanos, DecimalError> {
 fn scaled(text: &str, shift: u32) -> Result<Nanos, DecimalError> {
     // Nearly every value in a trace is a plain integer of microseconds:
     // read a word of digits at a time, and scale it in a `u64`.
-    if let Some((value, digits)) = tally_core::decimal::leading_integer(text.as_bytes())
+    if let Some((value, digits)) = tally_utils::decimal::leading_integer(text.as_bytes())
         && digits == text.len()
     {
         let value = 10u64.checked_pow(shift).and_then(|scale| value.checked_mul(scale));

@@ -17,9 +17,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
 use tally_core::{
-    ActivityDomain, ActivityRef, ContentHasher, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
-    Metadata, NonEmptyString, Span, ValidationError,
+    ActivityDomain, ActivityRef, CorrelationContext, CorrelationEvent, EntityRef, EventBody, Metadata,
+    NonEmptyString, Span, ValidationError,
 };
+use tally_utils::content_hash::ContentHasher;
 
 /// One record of an import.
 #[derive(Debug)]

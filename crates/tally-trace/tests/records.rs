@@ -11,12 +11,13 @@ use std::sync::Arc;
 use common::{fixture, options};
 use proptest::prelude::*;
 use tally_core::{
-    ActivityDomain, ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance, Span, metadata_hash,
+    ActivityDomain, ClockKind, CollectionMode, CorrelationContext, EntityRef, Provenance, Span,
 };
 use tally_trace::{
     ActivityMetadata, Detail, ImportedActivity, InputKind, ThreadId, TraceRecord, import_inputs,
     import_records, open_input,
 };
+use tally_utils::content_hash::metadata_hash;
 
 const TRACES: [&str; 7] = [
     "kineto/large-20k-kernels.json.gz",

@@ -3,4 +3,25 @@
 //! Each module is one tool with one home: a crate that needs one of these
 //! takes it from here rather than keeping a copy (`tests/tests/tidy.rs` and
 //! the repeated-code check in review keep it that way). Nothing here knows
-//! the event model, a file format or the command line.
+//! the event model, an artifact format or the command line.
+//!
+//! - [`interval`]: interval arithmetic (sums, unions, busy periods, sweeps
+//!   with gaps, concurrency and labelled coverage, the radix sort).
+//! - [`fast_hash`]: the fast hasher of in-memory tables.
+//! - [`content_hash`]: 128-bit hashes of JSON content under Python's
+//!   equality, the same from a decoded value and from JSON text.
+//! - [`byte_search`] and [`decimal`]: the word-at-a-time byte search and
+//!   decimal digits of the fast scanners.
+//! - [`json_text`]: where Python reads JSON text otherwise than serde_json
+//!   (integer negative zeros).
+//! - [`document`]: the size bound on a JSON document read whole.
+//! - [`sniff`]: an input's first bytes, and the one gzip detector.
+
+pub mod byte_search;
+pub mod content_hash;
+pub mod decimal;
+pub mod document;
+pub mod fast_hash;
+pub mod interval;
+pub mod json_text;
+pub mod sniff;

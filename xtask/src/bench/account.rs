@@ -2,7 +2,7 @@
 //! generated compact artifact of at least 150 MB (the artifact bench's
 //! generator, `generate.rs`), beside stormlog's `load_inference_artifact` +
 //! `resolve_inference_events` + `account_gpu_time` on the same file; and the
-//! interval union alone on ten million intervals (tally-gpu-time's
+//! interval union alone on ten million intervals (tally-utils'
 //! `union_bench` example, release build), beside stormlog's
 //! `_merged_duration`.
 //!
@@ -221,7 +221,7 @@ fn limit(ctx: &mut BenchContext, limits: &LimitPhases, bytes: u64, tally_seconds
 
 fn union(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let count: u64 = if ctx.quick() { 1_000_000 } else { 10_000_000 };
-    let binary = ctx.release_example("tally-core", "union_bench")?;
+    let binary = ctx.release_example("tally-utils", "union_bench")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(count.to_string()))?;
     let result = parse_json(&stdout, "union_bench output")?;
     let seconds = |key: &str| json_f64(&result, key, "union_bench output");

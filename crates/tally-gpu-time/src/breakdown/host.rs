@@ -3,7 +3,8 @@
 //! activity.
 
 use tally_core::{ActivityDomain, EntityRef};
-use tally_resolve::{FastHashMap, ResolvedEvidence};
+use tally_resolve::ResolvedEvidence;
+use tally_utils::fast_hash::FastHashMap;
 
 use crate::category::is_synchronization;
 

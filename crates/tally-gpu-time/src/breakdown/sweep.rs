@@ -3,8 +3,8 @@
 //! iteration.
 
 use tally_core::EntityRef;
-use tally_core::interval::{LabelCoverage, LabelSweep, Periods, UnionSweep, sort_by_start};
-use tally_resolve::FastHashMap;
+use tally_utils::fast_hash::FastHashMap;
+use tally_utils::interval::{LabelCoverage, LabelSweep, Periods, UnionSweep, sort_by_start};
 
 use super::align::Aligner;
 use super::host::HostCalls;

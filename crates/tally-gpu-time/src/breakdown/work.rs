@@ -2,9 +2,10 @@
 //! work (busy intervals, kernel rows, streams, iterations), classified once
 //! per spelling, and linked to its launch as it is read.
 
-use tally_core::interval::UnionSweep;
 use tally_core::{ActivityDomain, EntityRef};
-use tally_resolve::{FastHashMap, FastHashSet, ResolvedEvidence};
+use tally_resolve::ResolvedEvidence;
+use tally_utils::fast_hash::{FastHashMap, FastHashSet};
+use tally_utils::interval::UnionSweep;
 
 use super::BreakdownOptions;
 use super::align::Aligner;

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
+use tally_utils::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
 use super::{EmbeddingStore, StoreError, StoredEmbeddingStat};
 use crate::pytext::python_repr;

@@ -22,7 +22,7 @@ pub fn profile_from_json_value<T: DeserializeOwned>(value: Value, what: &str) ->
 
 /// [`profile_from_json_value`] on JSON text.
 pub fn profile_from_json_str<T: DeserializeOwned>(text: &str, what: &str) -> Result<T, ValidationError> {
-    let text = tally_core::pythonic_json_text(text);
+    let text = tally_utils::json_text::pythonic_json_text(text);
     let value: Value = serde_json::from_str(&text).map_err(|error| load_error(error, what))?;
     profile_from_json_value(value, what)
 }

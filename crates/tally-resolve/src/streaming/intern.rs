@@ -8,7 +8,7 @@ use tally_core::EntityRef;
 use tally_core::view::RefView;
 
 use super::ActivityClass;
-use crate::{FastHashMap, FastHasher};
+use tally_utils::fast_hash::{FastHashMap, FastHasher};
 
 /// Distinct strings (activity kinds and names, clock domains), each stored
 /// once and named by its number.

@@ -7,12 +7,12 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
-use tally_core::fast_hash::FastHashMap;
-use tally_core::interval::merge_intervals;
 use tally_core::{
     ActivityDomain, ClockAlignment, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent,
     EntityRef, EventBody, Iteration, Metadata, NonEmptyString, Provenance, Span,
 };
+use tally_utils::fast_hash::FastHashMap;
+use tally_utils::interval::merge_intervals;
 
 use super::link::{AMBIGUOUS_LAUNCH, LaunchIndex, Link, NO_LAUNCH, Unlinked, unlinked};
 use super::summary::{DeviceTally, Tally, UuidSource};
@@ -76,7 +76,7 @@ impl Spelled<'_> {
         self.activity_id.clear();
         self.activity_id.push_str(&self.file.attachment_id);
         self.activity_id.push('/');
-        self.activity_id.push_str(tally_core::decimal::Decimal::new(self.activity_count).as_str());
+        self.activity_id.push_str(tally_utils::decimal::Decimal::new(self.activity_count).as_str());
     }
 
     /// Spells the correlation scope of process `pid` into `last_scope`

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use tally_core::interval::UnionSweep;
+use tally_utils::interval::UnionSweep;
 
 use crate::collect::{GpuEvent, Rows};
 

@@ -3,8 +3,8 @@
 //! span lists), the iterations themselves, and the GPU rows grouped into
 //! records (per launch, or one per event).
 
-use tally_core::fast_hash::FastHashMap;
 use tally_core::{EntityRef, NonEmptyString};
+use tally_utils::fast_hash::FastHashMap;
 
 use super::Shared;
 use super::emit::{Emitter, Out};

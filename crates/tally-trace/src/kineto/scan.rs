@@ -15,8 +15,8 @@
 
 use std::borrow::Cow;
 
-use tally_core::byte_search::{below, equal_to, first_flagged};
-use tally_core::decimal::{digit_run, leading_json_integer};
+use tally_utils::byte_search::{below, equal_to, first_flagged};
+use tally_utils::decimal::{digit_run, leading_json_integer};
 
 use super::{Args, Id, RawEvent, Text};
 

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use tally_artifact::{ArtifactError, AtomicFile, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
-use tally_core::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
+use tally_utils::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
 /// serde_json's pretty layout (two spaces a level), with each line's
 /// indentation written at once: serde_json's own `PrettyFormatter` writes

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tally_core::{ContentHasher, metadata_hash};
+use tally_utils::content_hash::{ContentHasher, metadata_hash};
 
 fn hash(value: &Value) -> u128 {
     let mut hasher = ContentHasher::default();

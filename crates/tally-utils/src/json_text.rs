@@ -11,7 +11,7 @@ use std::borrow::Cow;
 ///
 /// ```
 /// let mut text = br#"{"start_ns": -0, "note": "-0", "x": -0.0, "y": [-0]}"#.to_vec();
-/// assert_eq!(tally_core::integer_negative_zeros(&mut text), 2);
+/// assert_eq!(tally_utils::json_text::integer_negative_zeros(&mut text), 2);
 /// assert_eq!(&text[..], br#"{"start_ns":  0, "note": "-0", "x": -0.0, "y": [ 0]}"#);
 /// ```
 pub fn integer_negative_zeros(text: &mut [u8]) -> usize {
@@ -49,8 +49,8 @@ pub fn integer_negative_zeros(text: &mut [u8]) -> usize {
 /// nearly always. Every reader of a JSON document parses what this gives.
 ///
 /// ```
-/// assert_eq!(tally_core::pythonic_json_text(r#"{"n": -0}"#), r#"{"n":  0}"#);
-/// assert!(matches!(tally_core::pythonic_json_text("{}"), std::borrow::Cow::Borrowed(_)));
+/// assert_eq!(tally_utils::json_text::pythonic_json_text(r#"{"n": -0}"#), r#"{"n":  0}"#);
+/// assert!(matches!(tally_utils::json_text::pythonic_json_text("{}"), std::borrow::Cow::Borrowed(_)));
 /// ```
 pub fn pythonic_json_text(text: &str) -> Cow<'_, str> {
     match pythonic_json_bytes(text.as_bytes()) {
@@ -85,9 +85,9 @@ pub fn may_hold_negative_zero(text: &[u8]) -> bool {
 /// number.
 ///
 /// ```
-/// assert!(tally_core::is_negative_zero_at(b"{\"a\": -0}", 6));
-/// assert!(!tally_core::is_negative_zero_at(b"\"2024-06-01\"", 5));
-/// assert!(!tally_core::is_negative_zero_at(b"[-0.5]", 1));
+/// assert!(tally_utils::json_text::is_negative_zero_at(b"{\"a\": -0}", 6));
+/// assert!(!tally_utils::json_text::is_negative_zero_at(b"\"2024-06-01\"", 5));
+/// assert!(!tally_utils::json_text::is_negative_zero_at(b"[-0.5]", 1));
 /// ```
 pub fn is_negative_zero_at(text: &[u8], at: usize) -> bool {
     if text.get(at) != Some(&b'-') || text.get(at + 1) != Some(&b'0') {

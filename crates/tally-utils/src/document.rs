@@ -30,7 +30,7 @@ pub enum DocumentError {
 /// [`DocumentError::TooLarge`], and nothing past it is read.
 ///
 /// ```
-/// use tally_core::document::{DocumentError, read_document};
+/// use tally_utils::document::{DocumentError, read_document};
 /// assert_eq!(read_document(&b"{}"[..], 2).unwrap(), b"{}");
 /// assert!(matches!(read_document(std::io::repeat(0), 1 << 20), Err(DocumentError::TooLarge { .. })));
 /// ```

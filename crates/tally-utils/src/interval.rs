@@ -29,7 +29,7 @@ use std::collections::BinaryHeap;
 /// occur. A pair with `end < start` counts as empty.
 ///
 /// ```
-/// assert_eq!(tally_core::interval::summed_ns(&[(0, 10), (5, 15)]), 20);
+/// assert_eq!(tally_utils::interval::summed_ns(&[(0, 10), (5, 15)]), 20);
 /// ```
 pub fn summed_ns(intervals: &[(u64, u64)]) -> u128 {
     intervals.iter().map(|&(start, end)| u128::from(end.saturating_sub(start))).sum()
@@ -42,7 +42,7 @@ pub fn summed_ns(intervals: &[(u64, u64)]) -> u128 {
 ///
 /// ```
 /// let mut intervals = [(5, 15), (0, 10), (20, 25)];
-/// assert_eq!(tally_core::interval::union_ns(&mut intervals), 20);
+/// assert_eq!(tally_utils::interval::union_ns(&mut intervals), 20);
 /// ```
 pub fn union_ns(intervals: &mut [(u64, u64)]) -> u64 {
     sort_by_start(intervals, |pair| pair.0);
@@ -138,7 +138,7 @@ pub struct SweepResult {
 /// instant, so they are skipped.
 ///
 /// ```
-/// use tally_core::interval::Sweep;
+/// use tally_utils::interval::Sweep;
 /// let mut sweep = Sweep::default();
 /// for (start, end) in [(0, 10), (5, 15), (20, 30)] {
 ///     sweep.push(start, end);
@@ -197,7 +197,7 @@ impl Sweep {
 /// empty ones none. The merge every sweep here makes.
 ///
 /// ```
-/// use tally_core::interval::Periods;
+/// use tally_utils::interval::Periods;
 /// let mut periods = Periods::default();
 /// let closed: Vec<_> = [(0, 10), (10, 12), (12, 12), (20, 30)]
 ///     .into_iter()
@@ -269,7 +269,7 @@ impl UnionSweep {
 /// operand, the unions of labels add up, and so on, by construction.
 ///
 /// ```
-/// use tally_core::interval::LabelCoverage;
+/// use tally_utils::interval::LabelCoverage;
 /// const COMPUTE: u8 = 1;
 /// const COMMS: u8 = 2;
 /// let coverage = LabelCoverage::of(vec![(0, 10, COMPUTE), (5, 20, COMMS), (30, 40, COMPUTE)]);
@@ -331,7 +331,7 @@ impl LabelCoverage {
 /// merged as they are read) needs no copy of them and no sort.
 ///
 /// ```
-/// use tally_core::interval::{LabelCoverage, LabelSweep};
+/// use tally_utils::interval::{LabelCoverage, LabelSweep};
 /// let mut sweep = LabelSweep::new();
 /// for (start, end, labels) in [(0, 10, 1), (5, 20, 2), (30, 40, 1)] {
 ///     sweep.push(start, end, labels).unwrap();
@@ -470,7 +470,7 @@ impl LabelSweep {
 /// the module's rules); the entries' total length is [`union_ns`]'s.
 ///
 /// ```
-/// use tally_core::interval::merge_intervals;
+/// use tally_utils::interval::merge_intervals;
 /// assert_eq!(merge_intervals(&mut [(10, 20), (0, 10), (30, 30)]), [(0, 20), (30, 30)]);
 /// ```
 pub fn merge_intervals(intervals: &mut [(u64, u64)]) -> Vec<(u64, u64)> {

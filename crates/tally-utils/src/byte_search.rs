@@ -11,7 +11,7 @@
 //! `|` of such tests, is exact. [`first_flagged`] reads only that one.
 //!
 //! ```
-//! use tally_core::byte_search::{equal_to, first_flagged};
+//! use tally_utils::byte_search::{equal_to, first_flagged};
 //! let quote = |word| equal_to(word, b'"');
 //! assert_eq!(first_flagged(b"plain text, then \" a quote", quote, |byte| byte == b'"'), 17);
 //! assert_eq!(first_flagged(b"no quote", quote, |byte| byte == b'"'), 8);

@@ -1,9 +1,9 @@
-//! The interval rules of `tally_core::interval` (half-open, empty intervals
+//! The interval rules of `tally_utils::interval` (half-open, empty intervals
 //! cover no instant, merged lists as stormlog's), property-tested once for
 //! every user: the accounting and the trace import.
 
 use proptest::prelude::*;
-use tally_core::interval::{
+use tally_utils::interval::{
     LabelCoverage, LabelSweep, Sweep, UnionSweep, merge_intervals, summed_ns, union_ns,
 };
 

@@ -53,7 +53,7 @@ use crate::fast_hash::folded_multiply;
 ///
 /// ```
 /// use serde_json::json;
-/// use tally_core::ContentHasher;
+/// use tally_utils::content_hash::ContentHasher;
 /// let hash = |value: &serde_json::Value| {
 ///     let mut hasher = ContentHasher::default();
 ///     hasher.json_value(value);
@@ -296,7 +296,7 @@ impl ContentHasher {
         self.json_object_end(map.len());
     }
 
-    /// The same normalisation as [`crate::python_json_eq`].
+    /// The same normalisation as `tally_core::python_json_eq`.
     fn json_number(&mut self, number: &Number) {
         if let Some(unsigned) = number.as_u64() {
             return self.json_integer(i128::from(unsigned));

@@ -15,7 +15,7 @@ const FINISH: u64 = 0x5851_f42d_4c95_7f2d;
 
 /// The high and low halves of the 128-bit product, folded together: every
 /// input bit reaches every output bit in one step (also the mixing step of
-/// [`crate::ContentHasher`]).
+/// [`crate::content_hash::ContentHasher`]).
 #[inline]
 pub fn folded_multiply(a: u64, b: u64) -> u64 {
     let product = u128::from(a) * u128::from(b);

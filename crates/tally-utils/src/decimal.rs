@@ -25,7 +25,7 @@ fn non_digits(word: u64) -> u64 {
 /// How many ASCII digits `text` starts with.
 ///
 /// ```
-/// use tally_core::decimal::digit_run;
+/// use tally_utils::decimal::digit_run;
 /// assert_eq!(digit_run(b"1669783687464181, "), 16);
 /// assert_eq!(digit_run(b"x1"), 0);
 /// ```
@@ -62,7 +62,7 @@ const TENS: [u64; 9] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_00
 /// a word at a time.
 ///
 /// ```
-/// use tally_core::decimal::leading_integer;
+/// use tally_utils::decimal::leading_integer;
 /// assert_eq!(leading_integer(b"1796414399449839565, "), Some((1796414399449839565, 19)));
 /// assert_eq!(leading_integer(b"7}"), Some((7, 1)));
 /// assert_eq!(leading_integer(b"18446744073709551616"), None);
@@ -106,7 +106,7 @@ pub fn leading_integer(text: &[u8]) -> Option<(u64, usize)> {
 /// read integers through this, so both refuse what serde_json refuses.
 ///
 /// ```
-/// use tally_core::decimal::leading_json_integer;
+/// use tally_utils::decimal::leading_json_integer;
 /// assert_eq!(leading_json_integer(b"0,"), Some((0, 1)));
 /// assert_eq!(leading_json_integer(b"42}"), Some((42, 2)));
 /// assert_eq!(leading_json_integer(b"007"), None);
@@ -122,7 +122,7 @@ pub fn leading_json_integer(text: &[u8]) -> Option<(u64, usize)> {
 /// is among them, or when the value does not fit in a `u64`.
 ///
 /// ```
-/// use tally_core::decimal::digits_value;
+/// use tally_utils::decimal::digits_value;
 /// assert_eq!(digits_value(b"18446744073709551615"), Some(u64::MAX));
 /// assert_eq!(digits_value(b"18446744073709551616"), None);
 /// assert_eq!(digits_value(b"12a"), None);
@@ -135,7 +135,7 @@ pub fn digits_value(digits: &[u8]) -> Option<u64> {
 /// The decimal digits of a `u64` (no sign, no leading zeros; `0` for 0).
 ///
 /// ```
-/// use tally_core::decimal::Decimal;
+/// use tally_utils::decimal::Decimal;
 /// assert_eq!(Decimal::new(0).as_str(), "0");
 /// assert_eq!(Decimal::new(u64::MAX).as_str(), u64::MAX.to_string());
 /// ```

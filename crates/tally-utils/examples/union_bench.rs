@@ -3,7 +3,7 @@
 //! one JSON line. `cargo xtask bench account` runs it in release mode.
 //!
 //! ```sh
-//! cargo run --release -p tally-gpu-time --example union_bench -- 10000000
+//! cargo run --release -p tally-utils --example union_bench -- 10000000
 //! ```
 
 use std::time::Instant;
@@ -31,12 +31,12 @@ fn main() {
 
     let mut work = shuffled.clone();
     let started = Instant::now();
-    let busy = tally_core::interval::union_ns(&mut work);
+    let busy = tally_utils::interval::union_ns(&mut work);
     let shuffled_seconds = started.elapsed().as_secs_f64();
 
     // `work` is now sorted by start.
     let started = Instant::now();
-    let again = tally_core::interval::union_ns(&mut work);
+    let again = tally_utils::interval::union_ns(&mut work);
     let sorted_seconds = started.elapsed().as_secs_f64();
     assert_eq!(busy, again, "the union does not depend on order");
     drop(shuffled);
