@@ -6,10 +6,7 @@ use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 use tally_core::ValidationError;
-use tally_profile::profile::{
-    EmbeddingFootprint, ModelFootprint, check_finite_float, profile_from_json_str, profile_from_json_value,
-    profile_to_json_string, profile_to_json_value,
-};
+use tally_profile::profile::{EmbeddingFootprint, ModelFootprint, check_finite_float};
 
 /// The `scope` every distributed profile writes, and the
 /// `context.measurement_scope` of an aggregate.
@@ -212,28 +209,7 @@ impl DistributedResourceProfile {
         DISTRIBUTED_SCOPE
     }
 
-    /// vertebrae's `distributed_resource_profile_from_dict` on decoded JSON.
-    pub fn from_json_value(value: Value) -> Result<Self, ValidationError> {
-        profile_from_json_value(value, DISTRIBUTED_PROFILE)
-    }
-
-    /// Loads a profile from JSON text.
-    pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
-        profile_from_json_str(text, DISTRIBUTED_PROFILE)
-    }
-
-    /// `dataclasses.asdict(profile)` as decoded JSON. Fails on a non-finite
-    /// float, which JSON cannot hold.
-    pub fn to_json_value(&self) -> Result<Value, ValidationError> {
-        self.check_finite()?;
-        profile_to_json_value(self)
-    }
-
-    /// Compact JSON text of [`DistributedResourceProfile::to_json_value`].
-    pub fn to_json_string(&self) -> Result<String, ValidationError> {
-        self.check_finite()?;
-        profile_to_json_string(self)
-    }
+    tally_profile::profile_json_methods!(DISTRIBUTED_PROFILE);
 
     /// Every float field is finite.
     pub fn check_finite(&self) -> Result<(), ValidationError> {

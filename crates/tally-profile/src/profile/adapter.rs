@@ -282,6 +282,24 @@ pub(crate) fn optional_nonnegative(
     }
 }
 
+/// vertebrae's rule for a device-memory `measurement_scope`: exactly
+/// [`PROFILE_WINDOW`] when measured, absent otherwise; each class words
+/// the two failures its own way.
+pub(crate) fn check_scope(
+    measured: bool,
+    scope: Option<&str>,
+    missing: &'static str,
+    unexpected: &'static str,
+) -> Result<(), ValidationError> {
+    if measured && scope != Some(PROFILE_WINDOW) {
+        return Err(ValidationError::new("measurement_scope", missing));
+    }
+    if !measured && scope.is_some() {
+        return Err(ValidationError::new("measurement_scope", unexpected));
+    }
+    Ok(())
+}
+
 impl TryFrom<RawDeviceMeasurement> for DeviceMemoryMeasurement {
     type Error = ValidationError;
     fn try_from(raw: RawDeviceMeasurement) -> Result<Self, ValidationError> {
@@ -301,19 +319,12 @@ impl TryFrom<RawDeviceMeasurement> for DeviceMemoryMeasurement {
             unavailable_reason: raw.unavailable_reason,
         };
         let measurement = Self::new(raw.status, readings)?;
-        let measured = raw.status == DeviceMeasurementStatus::Measured;
-        if measured && raw.measurement_scope.as_deref() != Some(PROFILE_WINDOW) {
-            return Err(ValidationError::new(
-                "measurement_scope",
-                "Measured DeviceMemoryMeasurement requires measurement_scope='profile_window'.",
-            ));
-        }
-        if !measured && raw.measurement_scope.is_some() {
-            return Err(ValidationError::new(
-                "measurement_scope",
-                "Unmeasured DeviceMemoryMeasurement must not declare a measurement_scope.",
-            ));
-        }
+        check_scope(
+            raw.status == DeviceMeasurementStatus::Measured,
+            raw.measurement_scope.as_deref(),
+            "Measured DeviceMemoryMeasurement requires measurement_scope='profile_window'.",
+            "Unmeasured DeviceMemoryMeasurement must not declare a measurement_scope.",
+        )?;
         Ok(measurement)
     }
 }

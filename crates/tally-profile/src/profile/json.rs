@@ -57,31 +57,45 @@ fn load_error(error: serde_json::Error, what: &str) -> ValidationError {
 /// How a load error names a [`ResourceProfile`].
 const RESOURCE_PROFILE: &str = "resource profile";
 
+/// The JSON methods every profile type has, written once: inside the
+/// type's `impl`, `profile_json_methods!(WHAT)` (a `&str` naming the type
+/// in load errors) adds `from_json_value`, `from_json_str`, `to_json_value`
+/// and `to_json_string`, which load with [`profile_from_json_value`]'s rules
+/// and write after the type's own `check_finite` (vertebrae's
+/// `make_json_safe` refuses a non-finite float, which JSON cannot hold).
+#[macro_export]
+macro_rules! profile_json_methods {
+    ($what:expr) => {
+        /// Loads the profile from the decoded JSON of `dataclasses.asdict`,
+        /// with the rules of vertebrae's `*_from_dict` (unknown top-level
+        /// keys are ignored there and here; unknown keys inside a part are
+        /// errors).
+        pub fn from_json_value(value: ::serde_json::Value) -> Result<Self, ::tally_core::ValidationError> {
+            $crate::profile::profile_from_json_value(value, $what)
+        }
+
+        /// Loads the profile from JSON text.
+        pub fn from_json_str(text: &str) -> Result<Self, ::tally_core::ValidationError> {
+            $crate::profile::profile_from_json_str(text, $what)
+        }
+
+        /// The JSON object `dataclasses.asdict(profile)` gives. Fails on a
+        /// non-finite float.
+        pub fn to_json_value(&self) -> Result<::serde_json::Value, ::tally_core::ValidationError> {
+            self.check_finite()?;
+            $crate::profile::profile_to_json_value(self)
+        }
+
+        /// Compact JSON text of `to_json_value`.
+        pub fn to_json_string(&self) -> Result<String, ::tally_core::ValidationError> {
+            self.check_finite()?;
+            $crate::profile::profile_to_json_string(self)
+        }
+    };
+}
+
 impl ResourceProfile {
-    /// Loads a profile from the decoded JSON of `asdict(profile)`, with the
-    /// rules of vertebrae's `resource_profile_from_dict` (unknown top-level
-    /// keys are ignored there and here; unknown keys inside a part are errors).
-    pub fn from_json_value(value: Value) -> Result<Self, ValidationError> {
-        profile_from_json_value(value, RESOURCE_PROFILE)
-    }
-
-    /// Loads a profile from JSON text.
-    pub fn from_json_str(text: &str) -> Result<Self, ValidationError> {
-        profile_from_json_str(text, RESOURCE_PROFILE)
-    }
-
-    /// The JSON object `asdict(profile)` gives. Fails on a non-finite float,
-    /// which JSON cannot hold (vertebrae's `make_json_safe` refuses them too).
-    pub fn to_json_value(&self) -> Result<Value, ValidationError> {
-        self.check_finite()?;
-        profile_to_json_value(self)
-    }
-
-    /// Compact JSON text of [`ResourceProfile::to_json_value`].
-    pub fn to_json_string(&self) -> Result<String, ValidationError> {
-        self.check_finite()?;
-        profile_to_json_string(self)
-    }
+    profile_json_methods!(RESOURCE_PROFILE);
 
     /// Every float field is finite.
     pub fn check_finite(&self) -> Result<(), ValidationError> {

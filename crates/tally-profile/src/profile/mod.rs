@@ -35,6 +35,7 @@
 mod adapter;
 mod columns;
 mod json;
+pub mod schema;
 pub mod stats;
 mod status;
 mod types;

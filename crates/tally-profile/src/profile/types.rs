@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::adapter::PROFILE_WINDOW;
+use super::adapter::{PROFILE_WINDOW, check_scope};
 use super::status::{
     ArtifactStatus, DeviceMemoryStatus, FootprintStatus, HostMemoryStatus, PersistedStatus, ProfileStatus,
 };
@@ -204,19 +204,12 @@ struct RawDeviceProfile {
 impl TryFrom<RawDeviceProfile> for DeviceMemoryProfile {
     type Error = ValidationError;
     fn try_from(raw: RawDeviceProfile) -> Result<Self, ValidationError> {
-        let measured = raw.status == DeviceMemoryStatus::Measured;
-        if measured && raw.measurement_scope.as_deref() != Some(PROFILE_WINDOW) {
-            return Err(ValidationError::new(
-                "measurement_scope",
-                "Measured DeviceMemoryProfile requires measurement_scope='profile_window'.",
-            ));
-        }
-        if !measured && raw.measurement_scope.is_some() {
-            return Err(ValidationError::new(
-                "measurement_scope",
-                "Unmeasured DeviceMemoryProfile must not declare a scope.",
-            ));
-        }
+        check_scope(
+            raw.status == DeviceMemoryStatus::Measured,
+            raw.measurement_scope.as_deref(),
+            "Measured DeviceMemoryProfile requires measurement_scope='profile_window'.",
+            "Unmeasured DeviceMemoryProfile must not declare a scope.",
+        )?;
         Ok(Self {
             status: raw.status,
             backend: raw.backend,
