@@ -60,8 +60,14 @@ pub fn check_writable(path: &Path) -> PyResult<()> {
     Ok(())
 }
 
-/// One path (`str`, `bytes` or `os.PathLike`) or an iterable of them, the
-/// one rule of every function that takes "a path or paths".
+/// One path (`str` or `os.PathLike`) or an iterable of them, the one rule
+/// of every function that takes "a path or paths" (tally's own
+/// `account_paths` and `import_trace`; stormlog has none). A function
+/// that takes one path takes a `PathBuf`, which reads a path the same way
+/// (`str` or `os.PathLike`, as stormlog's `Path(path)`; `bytes` is one
+/// path here too, refused with the same `TypeError`), and an adapter's
+/// `artifacts` are vertebrae's sequence, iterated as vertebrae iterates it
+/// (`adapters::artifacts_from`).
 pub fn one_or_many(value: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     if value.cast::<PyString>().is_ok() || value.cast::<PyBytes>().is_ok() || value.hasattr("__fspath__")? {
         return Ok(vec![value.extract()?]);

@@ -18,19 +18,20 @@ CONTEXT_REFERENCE_SCHEMA_VERSION: int
 #: The package's version: the Rust crates' version.
 __version__: str
 
+# stormlog's classes are frozen dataclasses (the events keyword-only); tally's
+# native classes carry that dataclass protocol (fields, frozen assignment,
+# replace), so they are declared here as stormlog declares them.
+
 @final
+@dataclass(frozen=True)
 class EntityRef:
     """An ID scoped to its producer within a run."""
 
-    def __init__(self, producer_id: str, id: str) -> None: ...
-    @property
-    def producer_id(self) -> str: ...
-    @property
-    def id(self) -> str: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
+    producer_id: str
+    id: str
 
 @final
+@dataclass(frozen=True)
 class CorrelationContext:
     """Capture identity and evidence quality shared by one emitted record."""
 
@@ -42,327 +43,142 @@ class CorrelationContext:
     clock_kind: str
     collection_mode: str
     provenance: str
-    source_version: str | None
-    engine: str | None
-    engine_version: str | None
-    backend: str | None
-    backend_version: str | None
-    host: str | None
-    pid: int | None
-    device_uuid: str | None
-    rank: int | None
-    local_rank: int | None
-    world_size: int | None
-    def __init__(
-        self,
-        run_id: str,
-        session_id: str,
-        producer_id: str,
-        source: str,
-        clock_domain: str,
-        clock_kind: str,
-        collection_mode: str,
-        provenance: str,
-        source_version: str | None = None,
-        engine: str | None = None,
-        engine_version: str | None = None,
-        backend: str | None = None,
-        backend_version: str | None = None,
-        host: str | None = None,
-        pid: int | None = None,
-        device_uuid: str | None = None,
-        rank: int | None = None,
-        local_rank: int | None = None,
-        world_size: int | None = None,
-    ) -> None: ...
-    def __eq__(self, other: object) -> bool: ...
-    def __hash__(self) -> int: ...
+    source_version: str | None = None
+    engine: str | None = None
+    engine_version: str | None = None
+    backend: str | None = None
+    backend_version: str | None = None
+    host: str | None = None
+    pid: int | None = None
+    device_uuid: str | None = None
+    rank: int | None = None
+    local_rank: int | None = None
+    world_size: int | None = None
 
+# Not constructible itself (``init=False``): each event class is.
+@dataclass(frozen=True, kw_only=True, init=False)
 class CorrelationEvent:
     """Common event identity; subclasses own their event-specific evidence."""
 
+    context: CorrelationContext
+    event_id: str
+    metadata: dict[str, Any] = field(default_factory=dict)
     EVENT_TYPE: ClassVar[str]
-    @property
-    def context(self) -> CorrelationContext: ...
-    @property
-    def event_id(self) -> str: ...
-    @property
-    def metadata(self) -> dict[str, Any]: ...
     @property
     def schema_version(self) -> int: ...
     @property
     def elapsed_ns(self) -> int | None: ...
     def to_record(self) -> dict[str, Any]: ...
-    def __eq__(self, other: object) -> bool: ...
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class ArtifactIdentityEvent(CorrelationEvent):
     """Versioned run identity for an inference JSONL artifact."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        artifact_kind: str,
-        created_at_ns: int,
-    ) -> None: ...
-    @property
-    def artifact_kind(self) -> str: ...
-    @property
-    def created_at_ns(self) -> int: ...
+    artifact_kind: str
+    created_at_ns: int
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class RequestEvent(CorrelationEvent):
     """One logical request observation; attempts are separate identities."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        request_ref: EntityRef,
-        attempt_ref: EntityRef | None = None,
-        backend_request_ref: EntityRef | None = None,
-        start_ns: int | None = None,
-        end_ns: int | None = None,
-        status: str | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        kv_bytes: int | None = None,
-    ) -> None: ...
-    @property
-    def request_ref(self) -> EntityRef: ...
-    @property
-    def attempt_ref(self) -> EntityRef | None: ...
-    @property
-    def backend_request_ref(self) -> EntityRef | None: ...
-    @property
-    def start_ns(self) -> int | None: ...
-    @property
-    def end_ns(self) -> int | None: ...
-    @property
-    def status(self) -> str | None: ...
-    @property
-    def input_tokens(self) -> int | None: ...
-    @property
-    def output_tokens(self) -> int | None: ...
-    @property
-    def kv_bytes(self) -> int | None: ...
+    request_ref: EntityRef
+    attempt_ref: EntityRef | None = None
+    backend_request_ref: EntityRef | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    status: str | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    kv_bytes: int | None = None
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class IterationEvent(CorrelationEvent):
     """One server execution iteration, recorded once for all participants."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        iteration_ref: EntityRef,
-        batch_ref: EntityRef | None = None,
-        start_ns: int | None = None,
-        end_ns: int | None = None,
-    ) -> None: ...
-    @property
-    def iteration_ref(self) -> EntityRef: ...
-    @property
-    def batch_ref(self) -> EntityRef | None: ...
-    @property
-    def start_ns(self) -> int | None: ...
-    @property
-    def end_ns(self) -> int | None: ...
+    iteration_ref: EntityRef
+    batch_ref: EntityRef | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class StageEvent(CorrelationEvent):
     """A generic named stage span, for LLM and non-LLM workloads."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        stage_ref: EntityRef,
-        name: str,
-        request_ref: EntityRef | None = None,
-        iteration_ref: EntityRef | None = None,
-        start_ns: int | None = None,
-        end_ns: int | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        kv_bytes: int | None = None,
-    ) -> None: ...
-    @property
-    def stage_ref(self) -> EntityRef: ...
-    @property
-    def name(self) -> str: ...
-    @property
-    def request_ref(self) -> EntityRef | None: ...
-    @property
-    def iteration_ref(self) -> EntityRef | None: ...
-    @property
-    def start_ns(self) -> int | None: ...
-    @property
-    def end_ns(self) -> int | None: ...
-    @property
-    def input_tokens(self) -> int | None: ...
-    @property
-    def output_tokens(self) -> int | None: ...
-    @property
-    def kv_bytes(self) -> int | None: ...
+    stage_ref: EntityRef
+    name: str
+    request_ref: EntityRef | None = None
+    iteration_ref: EntityRef | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    kv_bytes: int | None = None
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class MembershipEvent(CorrelationEvent):
     """One request's role in one shared execution iteration."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        request_ref: EntityRef,
-        iteration_ref: EntityRef,
-        role: str,
-        attempt_ref: EntityRef | None = None,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        kv_bytes: int | None = None,
-    ) -> None: ...
-    @property
-    def request_ref(self) -> EntityRef: ...
-    @property
-    def iteration_ref(self) -> EntityRef: ...
-    @property
-    def role(self) -> str: ...
-    @property
-    def attempt_ref(self) -> EntityRef | None: ...
-    @property
-    def input_tokens(self) -> int | None: ...
-    @property
-    def output_tokens(self) -> int | None: ...
-    @property
-    def kv_bytes(self) -> int | None: ...
+    request_ref: EntityRef
+    iteration_ref: EntityRef
+    role: str
+    attempt_ref: EntityRef | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    kv_bytes: int | None = None
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class ActivityReferenceEvent(CorrelationEvent):
     """A scoped trace activity and its optional link to an iteration."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        activity_ref: EntityRef,
-        activity_kind: str,
-        attribution_status: str,
-        activity_domain: str = "unknown",
-        iteration_ref: EntityRef | None = None,
-        correlation_scope: EntityRef | None = None,
-        trace_attachment_id: str | None = None,
-        runtime_correlation_id: int | None = None,
-        cuda_correlation_id: int | None = None,
-        stream_id: int | None = None,
-        graph_id: int | None = None,
-        start_ns: int | None = None,
-        end_ns: int | None = None,
-    ) -> None: ...
-    @property
-    def activity_ref(self) -> EntityRef: ...
-    @property
-    def activity_kind(self) -> str: ...
-    @property
-    def attribution_status(self) -> str: ...
-    @property
-    def activity_domain(self) -> str: ...
-    @property
-    def iteration_ref(self) -> EntityRef | None: ...
-    @property
-    def correlation_scope(self) -> EntityRef | None: ...
-    @property
-    def trace_attachment_id(self) -> str | None: ...
-    @property
-    def runtime_correlation_id(self) -> int | None: ...
-    @property
-    def cuda_correlation_id(self) -> int | None: ...
-    @property
-    def stream_id(self) -> int | None: ...
-    @property
-    def graph_id(self) -> int | None: ...
-    @property
-    def start_ns(self) -> int | None: ...
-    @property
-    def end_ns(self) -> int | None: ...
+    activity_ref: EntityRef
+    activity_kind: str
+    attribution_status: str
+    activity_domain: str = "unknown"
+    iteration_ref: EntityRef | None = None
+    correlation_scope: EntityRef | None = None
+    trace_attachment_id: str | None = None
+    runtime_correlation_id: int | None = None
+    cuda_correlation_id: int | None = None
+    stream_id: int | None = None
+    graph_id: int | None = None
+    start_ns: int | None = None
+    end_ns: int | None = None
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class CapabilityEvent(CorrelationEvent):
     """Availability and outcome for one optional capture component."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        component: str,
-        available: bool,
-        supported: list[str] = ...,
-        enabled: list[str] = ...,
-        collected: list[str] = ...,
-    ) -> None: ...
-    @property
-    def component(self) -> str: ...
-    @property
-    def available(self) -> bool: ...
-    @property
-    def supported(self) -> list[str]: ...
-    @property
-    def enabled(self) -> list[str]: ...
-    @property
-    def collected(self) -> list[str]: ...
+    component: str
+    available: bool
+    supported: list[str] = field(default_factory=list)
+    enabled: list[str] = field(default_factory=list)
+    collected: list[str] = field(default_factory=list)
 
 @final
+@dataclass(frozen=True, kw_only=True)
 class ClockAlignmentEvent(CorrelationEvent):
     """Offset and uncertainty for comparing two distinct clock domains."""
 
-    def __init__(
-        self,
-        *,
-        context: CorrelationContext,
-        event_id: str,
-        metadata: dict[str, Any] = ...,
-        from_clock_domain: str,
-        to_clock_domain: str,
-        offset_ns: int,
-        uncertainty_ns: int,
-        valid_from_ns: int | None = None,
-        valid_to_ns: int | None = None,
-    ) -> None: ...
-    @property
-    def from_clock_domain(self) -> str: ...
-    @property
-    def to_clock_domain(self) -> str: ...
-    @property
-    def offset_ns(self) -> int: ...
-    @property
-    def uncertainty_ns(self) -> int: ...
-    @property
-    def valid_from_ns(self) -> int | None: ...
-    @property
-    def valid_to_ns(self) -> int | None: ...
+    from_clock_domain: str
+    to_clock_domain: str
+    offset_ns: int
+    uncertainty_ns: int
+    valid_from_ns: int | None = None
+    valid_to_ns: int | None = None
 
 @final
+@dataclass(frozen=True)
 class LegacyInferenceRecord:
     """An unchanged v1 record; server correlation remains unknown."""
 
-    def __init__(self, raw: dict[str, Any]) -> None: ...
-    @property
-    def raw(self) -> dict[str, Any]: ...
+    raw: dict[str, Any]
     def to_record(self) -> dict[str, Any]: ...
 
 InferenceRecord = CorrelationEvent | LegacyInferenceRecord
@@ -438,77 +254,58 @@ def expand_inference_records(records: Iterable[Mapping[str, Any]]) -> list[dict[
     """Rows held in memory, definitions consumed and references expanded."""
 
 @final
+@dataclass(frozen=True)
 class UnresolvedReference:
     """A reference to an entity no event reported."""
 
     event_id: str
     kind: str
     ref: EntityRef
-    def __init__(self, event_id: str, kind: str, ref: EntityRef) -> None: ...
 
 @final
+@dataclass(frozen=True)
 class CorrelationGraph:
     """The resolved evidence of one run."""
 
-    def __init__(
-        self,
-        run_id: str | None,
-        requests: dict[tuple[EntityRef, EntityRef | None], RequestEvent],
-        iterations: dict[EntityRef, IterationEvent],
-        stages: dict[EntityRef, StageEvent],
-        memberships: tuple[MembershipEvent, ...],
-        activities: dict[EntityRef, ActivityReferenceEvent],
-        alignments: tuple[ClockAlignmentEvent, ...],
-        unresolved: tuple[UnresolvedReference, ...],
-    ) -> None: ...
-
-    @property
-    def run_id(self) -> str | None: ...
-    @property
-    def requests(self) -> dict[tuple[EntityRef, EntityRef | None], RequestEvent]: ...
-    @property
-    def iterations(self) -> dict[EntityRef, IterationEvent]: ...
-    @property
-    def stages(self) -> dict[EntityRef, StageEvent]: ...
-    @property
-    def memberships(self) -> tuple[MembershipEvent, ...]: ...
-    @property
-    def activities(self) -> dict[EntityRef, ActivityReferenceEvent]: ...
-    @property
-    def alignments(self) -> tuple[ClockAlignmentEvent, ...]: ...
-    @property
-    def unresolved(self) -> tuple[UnresolvedReference, ...]: ...
+    run_id: str | None
+    requests: dict[tuple[EntityRef, EntityRef | None], RequestEvent]
+    iterations: dict[EntityRef, IterationEvent]
+    stages: dict[EntityRef, StageEvent]
+    memberships: tuple[MembershipEvent, ...]
+    activities: dict[EntityRef, ActivityReferenceEvent]
+    alignments: tuple[ClockAlignmentEvent, ...]
+    unresolved: tuple[UnresolvedReference, ...]
     @property
     def counts(self) -> dict[str, int]: ...
 
 @final
+@dataclass(frozen=True)
 class DeviceClock:
     """A device and the clock its timestamps are on."""
 
     device_uuid: str
     clock_domain: str
-    clock_kind: str
-    def __init__(self, device_uuid: str, clock_domain: str, clock_kind: str = "monotonic") -> None: ...
-    def __hash__(self) -> int: ...
+    clock_kind: str = "monotonic"
 
 @final
+@dataclass(frozen=True)
 class GpuTime:
     """Summed activity time, busy time and activity count of one device clock."""
 
     summed_activity_ns: int
     busy_ns: int
     activity_count: int
-    def __init__(self, summed_activity_ns: int, busy_ns: int, activity_count: int) -> None: ...
 
 @final
+@dataclass(frozen=True)
 class IterationTiming:
     """One iteration's elapsed time and its GPU time per device clock."""
 
     elapsed_ns: int | None
     gpu: dict[DeviceClock, GpuTime]
-    def __init__(self, elapsed_ns: int | None, gpu: dict[DeviceClock, GpuTime]) -> None: ...
 
 @final
+@dataclass(frozen=True)
 class RunAccounting:
     """Overlap-aware GPU time of one run."""
 
@@ -517,28 +314,19 @@ class RunAccounting:
     device_totals: dict[DeviceClock, GpuTime]
     unattributed_activity_refs: tuple[EntityRef, ...]
     unmeasured_gpu_activity_refs: tuple[EntityRef, ...]
-    def __init__(
-        self,
-        run_id: str | None,
-        iterations: dict[EntityRef, IterationTiming],
-        device_totals: dict[DeviceClock, GpuTime],
-        unattributed_activity_refs: tuple[EntityRef, ...],
-        unmeasured_gpu_activity_refs: tuple[EntityRef, ...],
-    ) -> None: ...
 
 @final
+@dataclass(frozen=True)
 class RequestShareEstimate:
     """One request's modelled share of an iteration's GPU time."""
 
     request_ref: EntityRef
     duration_ns: int
     model: str
-    attempt_ref: EntityRef | None
-    def __init__(
-        self, request_ref: EntityRef, duration_ns: int, model: str, attempt_ref: EntityRef | None = None
-    ) -> None: ...
+    attempt_ref: EntityRef | None = None
 
 @final
+@dataclass(frozen=True)
 class ShareBudget:
     """A share model that matched its iteration's measured GPU budget."""
 
@@ -547,23 +335,15 @@ class ShareBudget:
     budget_ns: int
     shares: tuple[RequestShareEstimate, ...]
     unattributed_ns: int
-    def __init__(
-        self,
-        iteration_ref: EntityRef,
-        device_clock: DeviceClock,
-        budget_ns: int,
-        shares: tuple[RequestShareEstimate, ...],
-        unattributed_ns: int,
-    ) -> None: ...
 
 @final
+@dataclass(frozen=True)
 class AlignedTimestamp:
     """A timestamp translated into another clock domain, with its uncertainty."""
 
     value_ns: int
     uncertainty_ns: int
     clock_domain: str
-    def __init__(self, value_ns: int, uncertainty_ns: int, clock_domain: str) -> None: ...
 
 def resolve_inference_events(records: Iterable[Any]) -> CorrelationGraph:
     """Deduplicate events, then resolve references independent of delivery order."""

@@ -4,14 +4,15 @@ use pyo3::prelude::*;
 
 use crate::profiling::BaseResourceProfileAdapter;
 
-/// Synchronization and device metadata for JAX-backed extractors
-/// (vertebrae's `JAXResourceProfileAdapter`, measured by tally-jax).
-#[pyclass(extends = BaseResourceProfileAdapter, subclass, module = "tally.profiling", name = "JAXResourceProfileAdapter")]
-pub struct JaxResourceProfileAdapter {
-    inner: tally_jax::JaxAdapter,
-    /// The device the caller asked to profile on.
-    #[pyo3(get)]
-    profiling_device: Option<String>,
+super::adapter_class! {
+    /// Synchronization and device metadata for JAX-backed extractors
+    /// (vertebrae's `JAXResourceProfileAdapter`, measured by tally-jax).
+    JaxResourceProfileAdapter as "JAXResourceProfileAdapter" {
+        inner: tally_jax::JaxAdapter,
+        /// The device the caller asked to profile on.
+        #[pyo3(get)]
+        profiling_device: Option<String>,
+    }
 }
 
 #[pymethods]
@@ -38,17 +39,9 @@ impl JaxResourceProfileAdapter {
         PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner, profiling_device })
     }
 
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
-    }
-
     /// The backend name reported.
     #[getter]
     fn backend(&self) -> &str {
         self.inner.backend()
     }
 }
-
-super::python_hooks!(JaxResourceProfileAdapter);

@@ -5,17 +5,13 @@ use pyo3::prelude::*;
 use super::artifacts_from;
 use crate::profiling::BaseResourceProfileAdapter;
 
-/// Backend-aware resource hooks for multi-backend Keras models
-/// (vertebrae's `KerasResourceProfileAdapter`, measured by tally-keras:
-/// the device hooks of the backend Keras runs on).
-#[pyclass(
-    extends = BaseResourceProfileAdapter,
-    subclass,
-    module = "tally.profiling",
-    name = "KerasResourceProfileAdapter"
-)]
-pub struct KerasResourceProfileAdapter {
-    inner: tally_keras::KerasAdapter,
+super::adapter_class! {
+    /// Backend-aware resource hooks for multi-backend Keras models
+    /// (vertebrae's `KerasResourceProfileAdapter`, measured by tally-keras:
+    /// the device hooks of the backend Keras runs on).
+    KerasResourceProfileAdapter as "KerasResourceProfileAdapter" {
+        inner: tally_keras::KerasAdapter,
+    }
 }
 
 #[pymethods]
@@ -29,21 +25,12 @@ impl KerasResourceProfileAdapter {
     )]
     fn new(
         extractor: Py<PyAny>,
-        artifacts: Option<Bound<'_, PyAny>>,
+        artifacts: Option<&Bound<'_, PyAny>>,
         profiling_device: Option<String>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let artifacts = match artifacts {
-            Some(items) => artifacts_from(&items, "checkpoint")?,
-            None => Vec::new(),
-        };
+        let artifacts = artifacts_from(artifacts, "checkpoint")?;
         let inner = tally_keras::KerasAdapter::new(extractor, artifacts, profiling_device);
         Ok(PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner }))
-    }
-
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
     }
 
     /// The device the caller asked to profile on.
@@ -52,5 +39,3 @@ impl KerasResourceProfileAdapter {
         self.inner.profiling_device()
     }
 }
-
-super::python_hooks!(KerasResourceProfileAdapter);

@@ -23,15 +23,34 @@ use tally_profile::profile::DeploymentArtifact;
 
 use crate::profiling::{build, from_instance};
 
-/// The six hooks of an adapter class whose `inner` is a
-/// [`PythonHooks`](tally_profile::python::PythonHooks): each answer is the
-/// crate's, converted into the dataclass vertebrae returns; an exception of
-/// the framework reaches the caller as it is (vertebrae's profiler, or a
+/// An adapter class: the struct, a `tally.profiling` subclass of
+/// `BaseResourceProfileAdapter` named as vertebrae names it (`as "Name"`),
+/// whose `inner` is a [`PythonHooks`](tally_profile::python::PythonHooks);
+/// its `extractor` getter; and its six hooks, each the crate's answer
+/// converted into the dataclass vertebrae returns. An exception of the
+/// framework reaches the caller as it is (vertebrae's profiler, or a
 /// user's code, contains it).
-macro_rules! python_hooks {
-    ($class:ty) => {
+macro_rules! adapter_class {
+    ($(#[$attribute:meta])* $class:ident as $name:tt { $($fields:tt)* }) => {
+        $(#[$attribute])*
+        #[pyo3::pyclass(
+            extends = crate::profiling::BaseResourceProfileAdapter,
+            subclass,
+            module = "tally.profiling",
+            name = $name
+        )]
+        pub struct $class {
+            $($fields)*
+        }
+
         #[pyo3::pymethods]
         impl $class {
+            /// The extractor.
+            #[getter]
+            fn extractor(&self, py: pyo3::Python<'_>) -> pyo3::Py<pyo3::PyAny> {
+                self.inner.extractor().clone_ref(py)
+            }
+
             /// Framework, device and synchronization context.
             fn metadata<'py>(&self, py: pyo3::Python<'py>) -> pyo3::PyResult<pyo3::Bound<'py, pyo3::PyAny>> {
                 let answer = tally_profile::python::PythonHooks::metadata(&self.inner, py)?;
@@ -86,7 +105,7 @@ macro_rules! python_hooks {
     };
 }
 #[allow(unused_imports)] // used by the adapters whose features are on
-pub(crate) use python_hooks;
+pub(crate) use adapter_class;
 
 /// Registers the adapter classes built into this wheel.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -104,11 +123,23 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// vertebrae's `_normalize_artifacts`: each item a `DeploymentArtifact`
-/// (tally's or vertebrae's), or a path whose artifact has `role`.
+/// vertebrae's `_normalize_artifacts` of an adapter's `artifacts` (`None`
+/// standing for vertebrae's default `()`, as pyo3 cannot build a tuple
+/// default): each item a `DeploymentArtifact` (tally's or vertebrae's), or
+/// a path whose artifact has `role`.
+///
+/// This is not the "a path or paths" rule of [`crate::paths::one_or_many`]:
+/// vertebrae takes a sequence here and iterates whatever it is given (a
+/// lone `str` as its characters), and so does tally.
 #[allow(dead_code)] // used by the adapters whose features are on
-pub(crate) fn artifacts_from(items: &Bound<'_, PyAny>, role: &str) -> PyResult<Vec<DeploymentArtifact>> {
+pub(crate) fn artifacts_from(
+    items: Option<&Bound<'_, PyAny>>,
+    role: &str,
+) -> PyResult<Vec<DeploymentArtifact>> {
     let mut artifacts = Vec::new();
+    let Some(items) = items else {
+        return Ok(artifacts);
+    };
     for item in items.try_iter()? {
         let item = item?;
         if item.get_type().name()? == "DeploymentArtifact" {

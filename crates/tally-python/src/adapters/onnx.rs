@@ -7,11 +7,12 @@ use tally_onnx::python::OnnxAdapter;
 use super::artifacts_from;
 use crate::profiling::BaseResourceProfileAdapter;
 
-/// Resource hooks for an ONNX Runtime extractor (vertebrae's
-/// `ONNXResourceProfileAdapter`, answered by tally-onnx).
-#[pyclass(extends = BaseResourceProfileAdapter, subclass, module = "tally.profiling", name = "ONNXResourceProfileAdapter")]
-pub struct OnnxResourceProfileAdapter {
-    inner: OnnxAdapter,
+super::adapter_class! {
+    /// Resource hooks for an ONNX Runtime extractor (vertebrae's
+    /// `ONNXResourceProfileAdapter`, answered by tally-onnx).
+    OnnxResourceProfileAdapter as "ONNXResourceProfileAdapter" {
+        inner: OnnxAdapter,
+    }
 }
 
 #[pymethods]
@@ -24,19 +25,7 @@ impl OnnxResourceProfileAdapter {
         extractor: Py<PyAny>,
         external_artifacts: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let external = match external_artifacts {
-            Some(items) => artifacts_from(items, "external_weights")?,
-            None => Vec::new(),
-        };
-        let inner = OnnxAdapter::new(extractor, external);
+        let inner = OnnxAdapter::new(extractor, artifacts_from(external_artifacts, "external_weights")?);
         Ok(PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner }))
     }
-
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
-    }
 }
-
-super::python_hooks!(OnnxResourceProfileAdapter);

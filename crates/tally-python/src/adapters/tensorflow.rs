@@ -5,23 +5,18 @@ use pyo3::prelude::*;
 use super::artifacts_from;
 use crate::profiling::BaseResourceProfileAdapter;
 
-/// Resource hooks shared by Keras and TensorFlow Hub extractors
-/// (vertebrae's `TensorFlowResourceProfileAdapter`, measured by
-/// tally-tensorflow).
-#[pyclass(
-    extends = BaseResourceProfileAdapter,
-    subclass,
-    module = "tally.profiling",
-    name = "TensorFlowResourceProfileAdapter"
-)]
-pub struct TensorFlowResourceProfileAdapter {
-    inner: tally_tensorflow::TensorFlowAdapter,
+super::adapter_class! {
+    /// Resource hooks shared by Keras and TensorFlow Hub extractors
+    /// (vertebrae's `TensorFlowResourceProfileAdapter`, measured by
+    /// tally-tensorflow).
+    TensorFlowResourceProfileAdapter as "TensorFlowResourceProfileAdapter" {
+        inner: tally_tensorflow::TensorFlowAdapter,
+    }
 }
 
 #[pymethods]
 impl TensorFlowResourceProfileAdapter {
-    /// `artifacts` (paths or `DeploymentArtifact`s; a path is a
-    /// `checkpoint`) default to none, as vertebrae's `()`.
+    /// `artifacts` as [`KerasResourceProfileAdapter`](super::keras)'s.
     #[new]
     #[pyo3(
         signature = (extractor, artifacts=None, *, model_getter=None, backend="tensorflow".to_owned(), profiling_device=None),
@@ -29,15 +24,12 @@ impl TensorFlowResourceProfileAdapter {
     )]
     fn new(
         extractor: Py<PyAny>,
-        artifacts: Option<Bound<'_, PyAny>>,
+        artifacts: Option<&Bound<'_, PyAny>>,
         model_getter: Option<Py<PyAny>>,
         backend: String,
         profiling_device: Option<String>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let artifacts = match artifacts {
-            Some(items) => artifacts_from(&items, "checkpoint")?,
-            None => Vec::new(),
-        };
+        let artifacts = artifacts_from(artifacts, "checkpoint")?;
         let inner = tally_tensorflow::TensorFlowAdapter::new(
             extractor,
             artifacts,
@@ -46,12 +38,6 @@ impl TensorFlowResourceProfileAdapter {
             profiling_device,
         );
         Ok(PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner }))
-    }
-
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
     }
 
     /// The backend name reported.
@@ -66,5 +52,3 @@ impl TensorFlowResourceProfileAdapter {
         self.inner.profiling_device()
     }
 }
-
-super::python_hooks!(TensorFlowResourceProfileAdapter);

@@ -7,11 +7,12 @@ use tally_torch::python::{DeviceResolver, TorchAdapter};
 use super::artifacts_from;
 use crate::profiling::BaseResourceProfileAdapter;
 
-/// Resource hooks for a Torch-backed extractor without forcing model loading
-/// (vertebrae's `TorchResourceProfileAdapter`, measured by tally-torch).
-#[pyclass(extends = BaseResourceProfileAdapter, subclass, module = "tally.profiling", name = "TorchResourceProfileAdapter")]
-pub struct TorchResourceProfileAdapter {
-    inner: TorchAdapter,
+super::adapter_class! {
+    /// Resource hooks for a Torch-backed extractor without forcing model loading
+    /// (vertebrae's `TorchResourceProfileAdapter`, measured by tally-torch).
+    TorchResourceProfileAdapter as "TorchResourceProfileAdapter" {
+        inner: TorchAdapter,
+    }
 }
 
 #[pymethods]
@@ -30,25 +31,13 @@ impl TorchResourceProfileAdapter {
         device_resolver: Option<Py<PyAny>>,
         torch_loader: Option<Py<PyAny>>,
     ) -> PyResult<PyClassInitializer<Self>> {
-        let artifacts = match artifacts {
-            Some(items) => artifacts_from(items, "checkpoint")?,
-            None => Vec::new(),
-        };
         let inner = TorchAdapter::new(
             extractor,
-            artifacts,
+            artifacts_from(artifacts, "checkpoint")?,
             model_getter,
             device_resolver.map(DeviceResolver::Callable),
             torch_loader,
         );
         Ok(PyClassInitializer::from(BaseResourceProfileAdapter).add_subclass(Self { inner }))
     }
-
-    /// The extractor.
-    #[getter]
-    fn extractor(&self, py: Python<'_>) -> Py<PyAny> {
-        self.inner.extractor().clone_ref(py)
-    }
 }
-
-super::python_hooks!(TorchResourceProfileAdapter);
