@@ -26,10 +26,13 @@ use proptest::prelude::*;
 use proptest::sample::subsequence;
 use serde_json::{Map, Number, Value};
 
+use proptest::strategy::Union;
+
+use crate::fields::Fields;
+use crate::schema::{self, MemberKind};
 use crate::{
-    ActivityDomain, ActivityRef, ArtifactIdentity, Capabilities, ClockAlignment, ClockKind, CollectionMode,
-    CorrelationContext, CorrelationEvent, EntityRef, EventBody, InferenceRecord, Iteration, LegacyRecord,
-    Membership, Metadata, NonEmptyString, Provenance, Request, Span, Stage, TokenCounts,
+    ActivityDomain, ActivityRef, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent, EntityRef,
+    EventBody, EventType, InferenceRecord, LegacyRecord, Metadata, NonEmptyString, Provenance, Span,
 };
 
 /// Text that a JSON codec must escape or encode with care.
@@ -68,10 +71,6 @@ pub fn arb_u64() -> impl Strategy<Value = u64> {
 /// An entity reference.
 pub fn arb_entity_ref() -> impl Strategy<Value = EntityRef> {
     (arb_non_empty(), arb_non_empty()).prop_map(|(producer, id)| EntityRef::from_parts(producer, id))
-}
-
-fn arb_opt_ref() -> impl Strategy<Value = Option<EntityRef>> {
-    prop::option::of(arb_entity_ref())
 }
 
 /// A capture context, with each optional field present or not.
@@ -162,12 +161,6 @@ pub fn arb_span() -> BoxedStrategy<Span> {
         .boxed()
 }
 
-fn arb_tokens() -> impl Strategy<Value = TokenCounts> {
-    (prop::option::of(arb_u64()), prop::option::of(arb_u64()), prop::option::of(arb_u64())).prop_map(
-        |(input_tokens, output_tokens, kv_bytes)| TokenCounts { input_tokens, output_tokens, kv_bytes },
-    )
-}
-
 /// Sorted, disjoint `[offset_ns, duration_ns]` pairs inside a span of
 /// `length` nanoseconds, as JSON.
 pub fn arb_intervals(length: u64) -> impl Strategy<Value = Value> {
@@ -184,101 +177,138 @@ pub fn arb_intervals(length: u64) -> impl Strategy<Value = Value> {
     })
 }
 
-fn arb_body_plain() -> BoxedStrategy<EventBody> {
-    let artifact = (arb_non_empty(), arb_u64()).prop_map(|(artifact_kind, created_at_ns)| {
-        EventBody::Artifact(ArtifactIdentity { artifact_kind, created_at_ns })
-    });
-    let request =
-        (arb_entity_ref(), arb_opt_ref(), arb_opt_ref(), arb_span(), arb_opt_non_empty(), arb_tokens())
-            .prop_map(|(request_ref, attempt_ref, backend_request_ref, span, status, tokens)| {
-                EventBody::Request(Request {
-                    request_ref,
-                    attempt_ref,
-                    backend_request_ref,
-                    span,
-                    status,
-                    tokens,
-                })
-            });
-    let iteration =
-        (arb_entity_ref(), arb_opt_ref(), arb_span()).prop_map(|(iteration_ref, batch_ref, span)| {
-            EventBody::Iteration(Iteration { iteration_ref, batch_ref, span })
-        });
-    let stage = (arb_entity_ref(), arb_non_empty(), arb_opt_ref(), arb_opt_ref(), arb_span(), arb_tokens())
-        .prop_filter("a stage references a request or an iteration", |(_, _, request, iteration, _, _)| {
-            request.is_some() || iteration.is_some()
-        })
-        .prop_map(|(stage_ref, name, request_ref, iteration_ref, span, tokens)| {
-            EventBody::Stage(Stage { stage_ref, name, request_ref, iteration_ref, span, tokens })
-        });
-    let membership = (arb_entity_ref(), arb_entity_ref(), arb_non_empty(), arb_opt_ref(), arb_tokens())
-        .prop_map(|(request_ref, iteration_ref, role, attempt_ref, tokens)| {
-            EventBody::Membership(Membership { request_ref, iteration_ref, role, attempt_ref, tokens })
-        });
-    let capabilities = (any::<bool>(), btree_set(arb_non_empty(), 0..5))
-        .prop_flat_map(|(available, names)| {
-            let supported: Vec<NonEmptyString> =
-                if available { names.into_iter().collect() } else { Vec::new() };
+/// One member's JSON value, drawn by its kind alone; the members whose
+/// rules span several are drawn together in [`arb_body`].
+fn arb_member(kind: MemberKind) -> BoxedStrategy<Value> {
+    let text = || arb_non_empty().prop_map(|text| Value::String(text.to_string()));
+    let reference = || arb_entity_ref().prop_map(|reference| reference.to_json());
+    let count = || arb_u64().prop_map(Value::from);
+    let nullable =
+        |value: BoxedStrategy<Value>| prop::option::of(value).prop_map(Option::unwrap_or_default).boxed();
+    match kind {
+        MemberKind::Ref => reference().boxed(),
+        MemberKind::OptionalRef => nullable(reference().boxed()),
+        MemberKind::Text => text().boxed(),
+        MemberKind::OptionalText => nullable(text().boxed()),
+        MemberKind::Count => count().boxed(),
+        MemberKind::OptionalCount => nullable(count().boxed()),
+        MemberKind::Signed => any::<i64>().prop_map(Value::from).boxed(),
+        MemberKind::Flag => any::<bool>().prop_map(Value::Bool).boxed(),
+        MemberKind::Domain => {
+            prop::sample::select(ActivityDomain::ALL).prop_map(|domain| Value::from(domain.as_str())).boxed()
+        }
+        MemberKind::SpanStart
+        | MemberKind::SpanEnd
+        | MemberKind::Names
+        | MemberKind::Attribution
+        | MemberKind::Context
+        | MemberKind::Metadata => Just(Value::Null).boxed(),
+    }
+}
+
+/// A valid record of `event_type` with every member of its table present
+/// (none `null`), each value its own: distinct from every other member's,
+/// and from the same member's under another `salt` wherever a member can
+/// change alone (not a flag, a list of names or an attribution). For
+/// checking a reader or writer against the table: a member it misses or
+/// takes from another's place shows.
+pub fn full_record(event_type: EventType, salt: u64) -> Map<String, Value> {
+    let mut record = serde_json::json!({
+        "schema_version": 2, "event_type": event_type.as_str(), "event_id": "e", "metadata": {"k": 1},
+        "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
+                    "clock_domain": "host", "clock_kind": "monotonic",
+                    "collection_mode": "active", "provenance": "observed"}});
+    let Value::Object(record) = &mut record else { unreachable!("an object literal") };
+    for (index, member) in (salt * 100..).zip(schema::members(event_type)) {
+        let name = format!("{}-{salt}", member.name);
+        let value = match member.kind {
+            MemberKind::Ref | MemberKind::OptionalRef => serde_json::json!({"producer_id": "p", "id": name}),
+            MemberKind::Text | MemberKind::OptionalText => Value::from(name),
+            MemberKind::Count | MemberKind::OptionalCount | MemberKind::SpanStart => Value::from(1 + index),
+            MemberKind::SpanEnd => Value::from(1000 + index),
+            MemberKind::Signed => Value::from(-7 - index as i64),
+            MemberKind::Domain => Value::from(ActivityDomain::ALL[salt as usize % 3].as_str()),
+            MemberKind::Flag => Value::Bool(true),
+            MemberKind::Names => Value::from(vec!["x"]),
+            MemberKind::Attribution => Value::from("linked"),
+            MemberKind::Context | MemberKind::Metadata => continue,
+        };
+        record.insert(member.name.into(), value);
+    }
+    std::mem::take(record)
+}
+
+/// Capabilities' `supported`, `enabled` and `collected`: distinct names,
+/// each list a subsequence of the one before.
+fn arb_name_lists() -> BoxedStrategy<Vec<Value>> {
+    prop_oneof![1 => Just(Vec::new()), 3 => btree_set(arb_non_empty(), 1..5).prop_map(Vec::from_iter)]
+        .prop_flat_map(|supported| {
             let count = supported.len();
-            (Just(available), Just(supported.clone()), subsequence(supported, 0..=count))
+            (Just(supported.clone()), subsequence(supported, 0..=count))
         })
-        .prop_flat_map(|(available, supported, enabled)| {
+        .prop_flat_map(|(supported, enabled)| {
             let count = enabled.len();
-            (Just(available), Just(supported), Just(enabled.clone()), subsequence(enabled, 0..=count))
-        });
-    let capabilities = (arb_non_empty(), capabilities).prop_map(
-        |(component, (available, supported, enabled, collected))| {
-            // collected ⊆ enabled ⊆ supported, distinct, empty when unavailable.
-            EventBody::Capabilities(
-                Capabilities::new(component, available, supported, enabled, collected)
-                    .expect("valid capabilities"),
-            )
-        },
-    );
-    let alignment = (arb_non_empty(), arb_non_empty(), any::<i64>(), arb_u64(), arb_span()).prop_map(
-        |(from_clock_domain, to_clock_domain, offset_ns, uncertainty_ns, validity)| {
-            EventBody::ClockAlignment(ClockAlignment {
-                from_clock_domain,
-                to_clock_domain,
-                offset_ns,
-                uncertainty_ns,
-                validity,
-            })
-        },
-    );
-    prop_oneof![artifact, request, iteration, stage, membership, capabilities, alignment].boxed()
+            (Just(supported), Just(enabled.clone()), subsequence(enabled, 0..=count))
+        })
+        .prop_map(|(supported, enabled, collected)| {
+            let list = |names: Vec<NonEmptyString>| Value::from_iter(names.into_iter().map(String::from));
+            vec![list(supported), list(enabled), list(collected)]
+        })
+        .boxed()
+}
+
+/// A body of `event_type`, drawn from its table ([`schema::members`]): each
+/// member by its kind, optional ones absent (`null`) as often as present;
+/// a span's two ends from one [`arb_span`], an activity's attribution from
+/// its iteration link, capabilities' lists together. The record parser
+/// reads it, so it is valid; a draw that breaks a rule the table does not
+/// say (a stage with no owner, lists reported by an unavailable component)
+/// is drawn again.
+fn arb_body(event_type: EventType) -> BoxedStrategy<EventBody> {
+    let members = schema::members(event_type);
+    let drawn: Vec<BoxedStrategy<Value>> = members.iter().map(|member| arb_member(member.kind)).collect();
+    let lists =
+        if event_type == EventType::Capabilities { arb_name_lists() } else { Just(Vec::new()).boxed() };
+    (drawn, arb_span(), lists)
+        .prop_filter_map("the body breaks a rule across members", move |(values, span, lists)| {
+            let mut lists = lists.into_iter();
+            let mut record = Map::new();
+            for (member, value) in members.iter().zip(values) {
+                let value = match member.kind {
+                    MemberKind::SpanStart => span.start_ns().map_or(Value::Null, Value::from),
+                    MemberKind::SpanEnd => span.end_ns().map_or(Value::Null, Value::from),
+                    MemberKind::Names => lists.next().unwrap_or_default(),
+                    _ => value,
+                };
+                record.insert(member.name.to_owned(), value);
+            }
+            if let Some(member) = members.iter().find(|member| member.kind == MemberKind::Attribution) {
+                let linked = record.get("iteration_ref").is_some_and(|link| !link.is_null());
+                record.insert(
+                    member.name.to_owned(),
+                    Value::from(if linked { "linked" } else { "unresolved" }),
+                );
+            }
+            let body = crate::record::parse_body(event_type, &mut Fields::new(record)).ok()?;
+            // The one rule across members that `CorrelationEvent::new` checks.
+            let orphan = matches!(&body, EventBody::Stage(stage) if stage.request_ref.is_none() && stage.iteration_ref.is_none());
+            (!orphan).then_some(body)
+        })
+        .boxed()
+}
+
+fn arb_body_plain() -> BoxedStrategy<EventBody> {
+    let plain = EventType::ALL.iter().filter(|&&event_type| event_type != EventType::ActivityRef);
+    Union::new(plain.map(|&event_type| arb_body(event_type))).boxed()
 }
 
 fn arb_activity() -> BoxedStrategy<ActivityRef> {
-    (
-        (arb_entity_ref(), arb_non_empty(), prop::sample::select(ActivityDomain::ALL), arb_opt_ref(), arb_opt_ref()),
-        (
-            arb_opt_non_empty(),
-            prop::option::of(arb_u64()),
-            prop::option::of(arb_u64()),
-            prop::option::of(arb_u64()),
-            prop::option::of(arb_u64()),
-            arb_span(),
-        ),
-    )
-        .prop_map(|(head, tail)| {
-            let (activity_ref, activity_kind, activity_domain, iteration_ref, correlation_scope) = head;
-            let (trace_attachment_id, runtime_correlation_id, cuda_correlation_id, stream_id, graph_id, span) = tail;
-            ActivityRef {
-                activity_ref,
-                activity_kind,
-                activity_domain,
-                iteration_ref,
-                correlation_scope,
-                trace_attachment_id,
-                runtime_correlation_id,
-                cuda_correlation_id,
-                stream_id,
-                graph_id,
-                span,
-            }
+    arb_body(EventType::ActivityRef)
+        .prop_filter_map("an activity", |body| match body {
+            EventBody::ActivityRef(activity) => Some(activity),
+            _ => None,
         })
-    .boxed()
+        .boxed()
 }
 
 /// An `infer.activity_ref` event in `context`: without `metadata.intervals`

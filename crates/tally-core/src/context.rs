@@ -6,7 +6,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::fields::{Fields, expect_object};
-use crate::{NonEmptyString, ValidationError};
+use crate::schema::read;
+use crate::{NonEmptyString, RecordMember, ValidationError};
 
 /// An ID scoped to the producer that minted it within a run.
 ///
@@ -364,34 +365,34 @@ impl CorrelationContext {
     /// The JSON object stormlog writes (`dataclasses.asdict`): every field,
     /// `null` where absent.
     pub fn to_json(&self) -> Value {
-        fn text(value: &Option<NonEmptyString>) -> Value {
-            value.as_ref().map_or(Value::Null, |text| Value::String(text.to_string()))
-        }
-        fn number(value: Option<u64>) -> Value {
-            value.map_or(Value::Null, Value::from)
-        }
         let values = [
-            Value::String(self.run_id.to_string()),
-            Value::String(self.session_id.to_string()),
-            Value::String(self.producer_id.to_string()),
-            Value::String(self.source.to_string()),
-            Value::String(self.clock_domain.to_string()),
-            Value::String(self.clock_kind.as_str().into()),
-            Value::String(self.collection_mode.as_str().into()),
-            Value::String(self.provenance.as_str().into()),
-            text(&self.source_version),
-            text(&self.engine),
-            text(&self.engine_version),
-            text(&self.backend),
-            text(&self.backend_version),
-            text(&self.host),
-            number(self.pid),
-            text(&self.device_uuid),
-            number(self.rank),
-            number(self.local_rank),
-            number(self.world_size.map(NonZeroU64::get)),
+            read!(Text, self.run_id),
+            read!(Text, self.session_id),
+            read!(Text, self.producer_id),
+            read!(Text, self.source),
+            read!(Text, self.clock_domain),
+            read!(Text, self.clock_kind),
+            read!(Text, self.collection_mode),
+            read!(Text, self.provenance),
+            read!(OptionalText, self.source_version),
+            read!(OptionalText, self.engine),
+            read!(OptionalText, self.engine_version),
+            read!(OptionalText, self.backend),
+            read!(OptionalText, self.backend_version),
+            read!(OptionalText, self.host),
+            read!(OptionalCount, self.pid),
+            read!(OptionalText, self.device_uuid),
+            read!(OptionalCount, self.rank),
+            read!(OptionalCount, self.local_rank),
+            read!(OptionalCount, self.world_size.map(NonZeroU64::get)),
         ];
-        Value::Object(CONTEXT_FIELDS.iter().map(|name| name.to_string()).zip(values).collect())
+        Value::Object(
+            CONTEXT_FIELDS
+                .iter()
+                .map(|name| name.to_string())
+                .zip(values.map(RecordMember::to_json))
+                .collect(),
+        )
     }
 }
 

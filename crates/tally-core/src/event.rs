@@ -5,7 +5,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::context::string_enum;
-use crate::{CorrelationContext, EntityRef, Interval, NonEmptyString, RecordMember, Span, ValidationError};
+use crate::{
+    CorrelationContext, EntityRef, EventType, Interval, NonEmptyString, RecordMember, Span, ValidationError,
+};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// Schema version of embedded correlation records.
@@ -14,28 +16,6 @@ pub const CORRELATION_SCHEMA_VERSION: u32 = 2;
 pub const ACTIVITY_INTERVALS_SCHEMA_VERSION: u32 = 3;
 /// Schema version of artifact rows that reference an interned context.
 pub const CONTEXT_REFERENCE_SCHEMA_VERSION: u32 = 4;
-
-string_enum!(
-    /// The type of a correlation event, as written in `event_type`.
-    EventType, "event_type", "unsupported inference event_type", {
-        /// `infer.artifact`: the artifact's identity.
-        Artifact = "infer.artifact",
-        /// `infer.request`: one request (or one attempt of it).
-        Request = "infer.request",
-        /// `infer.iteration`: one engine iteration shared by its members.
-        Iteration = "infer.iteration",
-        /// `infer.stage`: a named stage of a request or iteration.
-        Stage = "infer.stage",
-        /// `infer.membership`: a request's role in an iteration.
-        Membership = "infer.membership",
-        /// `infer.activity_ref`: a trace activity and its iteration link.
-        ActivityRef = "infer.activity_ref",
-        /// `infer.capabilities`: what a capture component could collect.
-        Capabilities = "infer.capabilities",
-        /// `infer.clock_alignment`: an offset between two clock domains.
-        ClockAlignment = "infer.clock_alignment",
-    }
-);
 
 string_enum!(
     /// Where an activity ran.
@@ -222,11 +202,11 @@ impl ActivityRef {
 /// when unavailable; hence private fields.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Capabilities {
-    component: NonEmptyString,
-    available: bool,
-    supported: Vec<NonEmptyString>,
-    enabled: Vec<NonEmptyString>,
-    collected: Vec<NonEmptyString>,
+    pub(crate) component: NonEmptyString,
+    pub(crate) available: bool,
+    pub(crate) supported: Vec<NonEmptyString>,
+    pub(crate) enabled: Vec<NonEmptyString>,
+    pub(crate) collected: Vec<NonEmptyString>,
 }
 
 impl Capabilities {
@@ -317,20 +297,6 @@ pub enum EventBody {
 }
 
 impl EventBody {
-    /// The event type it is written as.
-    pub fn event_type(&self) -> EventType {
-        match self {
-            EventBody::Artifact(_) => EventType::Artifact,
-            EventBody::Request(_) => EventType::Request,
-            EventBody::Iteration(_) => EventType::Iteration,
-            EventBody::Stage(_) => EventType::Stage,
-            EventBody::Membership(_) => EventType::Membership,
-            EventBody::ActivityRef(_) => EventType::ActivityRef,
-            EventBody::Capabilities(_) => EventType::Capabilities,
-            EventBody::ClockAlignment(_) => EventType::ClockAlignment,
-        }
-    }
-
     /// The span, for the types that have one.
     pub fn span(&self) -> Option<&Span> {
         match self {

@@ -50,6 +50,7 @@ mod event;
 mod fields;
 mod json_eq;
 mod record;
+pub mod schema;
 mod span;
 mod text;
 pub mod view;
@@ -60,12 +61,13 @@ pub use error::{ValidationError, shown};
 pub use event::{
     ACTIVITY_INTERVALS_SCHEMA_VERSION, ActivityDomain, ActivityRef, ArtifactIdentity, BusyIntervals,
     CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION, Capabilities, ClockAlignment,
-    CorrelationEvent, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership, Metadata,
-    Request, Stage, TokenCounts,
+    CorrelationEvent, EventBody, InferenceRecord, Iteration, LegacyRecord, Membership, Metadata, Request,
+    Stage, TokenCounts,
 };
 pub use fields::json_integer;
 pub use json_eq::python_json_eq;
 pub use record::{RecordMember, parse_inference_record, parse_record_map, record_schema_version};
+pub use schema::EventType;
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;
 

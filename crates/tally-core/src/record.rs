@@ -9,6 +9,7 @@ use crate::event::{
     ACTIVITY_INTERVALS_SCHEMA_VERSION, CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION,
 };
 use crate::fields::{Fields, json_integer};
+use crate::schema::{self, Source};
 use crate::{
     ActivityDomain, ActivityRef, ArtifactIdentity, Capabilities, ClockAlignment, CorrelationContext,
     CorrelationEvent, EntityRef, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership,
@@ -183,7 +184,14 @@ fn parse_event(
         Some(Value::Object(map)) => Metadata::new(map),
         Some(_) => return Err(ValidationError::new("metadata", "metadata must be an object")),
     };
-    let body = match event_type {
+    let body = parse_body(event_type, &mut fields)?;
+    fields.finish(event_type.as_str())?;
+    CorrelationEvent::new(context, event_id, metadata, body)
+}
+
+/// The body of an `event_type` record, its members taken from `fields`.
+pub(crate) fn parse_body(event_type: EventType, fields: &mut Fields) -> Result<EventBody, ValidationError> {
+    Ok(match event_type {
         EventType::Artifact => EventBody::Artifact(ArtifactIdentity {
             artifact_kind: fields.required_string("artifact_kind")?,
             created_at_ns: fields.required_u64("created_at_ns")?,
@@ -192,31 +200,31 @@ fn parse_event(
             request_ref: fields.required_ref("request_ref")?,
             attempt_ref: fields.optional_ref("attempt_ref")?,
             backend_request_ref: fields.optional_ref("backend_request_ref")?,
-            span: span(&mut fields, "start_ns", "end_ns")?,
+            span: span(fields, "start_ns", "end_ns")?,
             status: fields.optional_string("status")?,
-            tokens: tokens(&mut fields)?,
+            tokens: tokens(fields)?,
         }),
         EventType::Iteration => EventBody::Iteration(Iteration {
             iteration_ref: fields.required_ref("iteration_ref")?,
             batch_ref: fields.optional_ref("batch_ref")?,
-            span: span(&mut fields, "start_ns", "end_ns")?,
+            span: span(fields, "start_ns", "end_ns")?,
         }),
         EventType::Stage => EventBody::Stage(Stage {
             stage_ref: fields.required_ref("stage_ref")?,
             name: fields.required_string("name")?,
             request_ref: fields.optional_ref("request_ref")?,
             iteration_ref: fields.optional_ref("iteration_ref")?,
-            span: span(&mut fields, "start_ns", "end_ns")?,
-            tokens: tokens(&mut fields)?,
+            span: span(fields, "start_ns", "end_ns")?,
+            tokens: tokens(fields)?,
         }),
         EventType::Membership => EventBody::Membership(Membership {
             request_ref: fields.required_ref("request_ref")?,
             iteration_ref: fields.required_ref("iteration_ref")?,
             role: fields.required_string("role")?,
             attempt_ref: fields.optional_ref("attempt_ref")?,
-            tokens: tokens(&mut fields)?,
+            tokens: tokens(fields)?,
         }),
-        EventType::ActivityRef => EventBody::ActivityRef(parse_activity(&mut fields)?),
+        EventType::ActivityRef => EventBody::ActivityRef(parse_activity(fields)?),
         EventType::Capabilities => {
             let component = fields.required_string("component")?;
             let available = fields.required_bool("available")?;
@@ -230,11 +238,9 @@ fn parse_event(
             to_clock_domain: fields.required_string("to_clock_domain")?,
             offset_ns: fields.required_i64("offset_ns")?,
             uncertainty_ns: fields.required_u64("uncertainty_ns")?,
-            validity: validity(&mut fields)?,
+            validity: validity(fields)?,
         }),
-    };
-    fields.finish(event_type.as_str())?;
-    CorrelationEvent::new(context, event_id, metadata, body)
+    })
 }
 
 fn parse_activity(fields: &mut Fields) -> Result<ActivityRef, ValidationError> {
@@ -319,151 +325,29 @@ impl RecordMember<'_> {
     }
 }
 
-fn text(value: &NonEmptyString) -> RecordMember<'_> {
-    RecordMember::Text(value.as_str())
-}
-
-fn optional_text(value: &Option<NonEmptyString>) -> RecordMember<'_> {
-    value.as_ref().map_or(RecordMember::Null, text)
-}
-
-fn reference(value: &Option<EntityRef>) -> RecordMember<'_> {
-    value.as_ref().map_or(RecordMember::Null, RecordMember::Ref)
-}
-
-fn number(value: Option<u64>) -> RecordMember<'static> {
-    value.map_or(RecordMember::Null, RecordMember::Unsigned)
-}
-
 /// The members of `event`'s record form, each with its key, in the order of
 /// their keys by code point: the order of `json.dumps(sort_keys=True)`, so
-/// that a writer can write them as they come. The one place that knows
-/// which members each event type's record has (tally-artifact's
+/// that a writer can write them as they come. Which members each type has
+/// is the schema's ([`crate::schema::members`]; tally-artifact's
 /// `direct_lines_are_the_record_maps_lines` holds the order: its map writer
 /// sorts, the direct one does not).
 pub(crate) fn for_each_record_member<'e>(
     event: &'e CorrelationEvent,
     mut put: impl FnMut(&'static str, RecordMember<'e>),
 ) {
-    let context = RecordMember::Context(event.context_arc());
-    let event_id = text(event.event_id());
-    let event_type = RecordMember::Text(event.event_type().as_str());
-    let metadata = RecordMember::Metadata(event.metadata().as_map());
-    let schema_version = RecordMember::Unsigned(u64::from(event.schema_version()));
-    let start = |span: &Span| number(span.start_ns());
-    let end = |span: &Span| number(span.end_ns());
-    match event.body() {
-        EventBody::Artifact(body) => {
-            put("artifact_kind", text(&body.artifact_kind));
-            put("context", context);
-            put("created_at_ns", RecordMember::Unsigned(body.created_at_ns));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("metadata", metadata);
-            put("schema_version", schema_version);
-        }
-        EventBody::Request(body) => {
-            put("attempt_ref", reference(&body.attempt_ref));
-            put("backend_request_ref", reference(&body.backend_request_ref));
-            put("context", context);
-            put("end_ns", end(&body.span));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("input_tokens", number(body.tokens.input_tokens));
-            put("kv_bytes", number(body.tokens.kv_bytes));
-            put("metadata", metadata);
-            put("output_tokens", number(body.tokens.output_tokens));
-            put("request_ref", RecordMember::Ref(&body.request_ref));
-            put("schema_version", schema_version);
-            put("start_ns", start(&body.span));
-            put("status", optional_text(&body.status));
-        }
-        EventBody::Iteration(body) => {
-            put("batch_ref", reference(&body.batch_ref));
-            put("context", context);
-            put("end_ns", end(&body.span));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("iteration_ref", RecordMember::Ref(&body.iteration_ref));
-            put("metadata", metadata);
-            put("schema_version", schema_version);
-            put("start_ns", start(&body.span));
-        }
-        EventBody::Stage(body) => {
-            put("context", context);
-            put("end_ns", end(&body.span));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("input_tokens", number(body.tokens.input_tokens));
-            put("iteration_ref", reference(&body.iteration_ref));
-            put("kv_bytes", number(body.tokens.kv_bytes));
-            put("metadata", metadata);
-            put("name", text(&body.name));
-            put("output_tokens", number(body.tokens.output_tokens));
-            put("request_ref", reference(&body.request_ref));
-            put("schema_version", schema_version);
-            put("stage_ref", RecordMember::Ref(&body.stage_ref));
-            put("start_ns", start(&body.span));
-        }
-        EventBody::Membership(body) => {
-            put("attempt_ref", reference(&body.attempt_ref));
-            put("context", context);
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("input_tokens", number(body.tokens.input_tokens));
-            put("iteration_ref", RecordMember::Ref(&body.iteration_ref));
-            put("kv_bytes", number(body.tokens.kv_bytes));
-            put("metadata", metadata);
-            put("output_tokens", number(body.tokens.output_tokens));
-            put("request_ref", RecordMember::Ref(&body.request_ref));
-            put("role", text(&body.role));
-            put("schema_version", schema_version);
-        }
-        EventBody::ActivityRef(body) => {
-            put("activity_domain", RecordMember::Text(body.activity_domain.as_str()));
-            put("activity_kind", text(&body.activity_kind));
-            put("activity_ref", RecordMember::Ref(&body.activity_ref));
-            put("attribution_status", RecordMember::Text(body.attribution_status()));
-            put("context", context);
-            put("correlation_scope", reference(&body.correlation_scope));
-            put("cuda_correlation_id", number(body.cuda_correlation_id));
-            put("end_ns", end(&body.span));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("graph_id", number(body.graph_id));
-            put("iteration_ref", reference(&body.iteration_ref));
-            put("metadata", metadata);
-            put("runtime_correlation_id", number(body.runtime_correlation_id));
-            put("schema_version", schema_version);
-            put("start_ns", start(&body.span));
-            put("stream_id", number(body.stream_id));
-            put("trace_attachment_id", optional_text(&body.trace_attachment_id));
-        }
-        EventBody::Capabilities(body) => {
-            put("available", RecordMember::Bool(body.available()));
-            put("collected", RecordMember::Names(body.collected()));
-            put("component", text(body.component()));
-            put("context", context);
-            put("enabled", RecordMember::Names(body.enabled()));
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("metadata", metadata);
-            put("schema_version", schema_version);
-            put("supported", RecordMember::Names(body.supported()));
-        }
-        EventBody::ClockAlignment(body) => {
-            put("context", context);
-            put("event_id", event_id);
-            put("event_type", event_type);
-            put("from_clock_domain", text(&body.from_clock_domain));
-            put("metadata", metadata);
-            put("offset_ns", RecordMember::Signed(body.offset_ns));
-            put("schema_version", schema_version);
-            put("to_clock_domain", text(&body.to_clock_domain));
-            put("uncertainty_ns", RecordMember::Unsigned(body.uncertainty_ns));
-            put("valid_from_ns", start(&body.validity));
-            put("valid_to_ns", end(&body.validity));
-        }
+    let own = schema::values(event.body());
+    for &(key, source) in schema::record_order(event.event_type()) {
+        put(
+            key,
+            match source {
+                Source::Own(index) => own[index],
+                Source::Context => RecordMember::Context(event.context_arc()),
+                Source::EventId => RecordMember::Text(event.event_id().as_str()),
+                Source::EventType => RecordMember::Text(event.event_type().as_str()),
+                Source::Metadata => RecordMember::Metadata(event.metadata().as_map()),
+                Source::SchemaVersion => RecordMember::Unsigned(u64::from(event.schema_version())),
+            },
+        );
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use crate::{
     ActivityDomain, BusyIntervals, Capabilities, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
-    EventType, Interval, Metadata, Span, TokenCounts,
+    Interval, Metadata, Span, TokenCounts,
 };
 
 /// An entity reference: both parts non-empty, by construction.
@@ -122,22 +122,6 @@ pub enum BodyView<'a> {
         uncertainty_ns: u64,
         validity: Span,
     },
-}
-
-impl BodyView<'_> {
-    /// The event type.
-    pub fn event_type(&self) -> EventType {
-        match self {
-            BodyView::Artifact { .. } => EventType::Artifact,
-            BodyView::Request { .. } => EventType::Request,
-            BodyView::Iteration { .. } => EventType::Iteration,
-            BodyView::Stage { .. } => EventType::Stage,
-            BodyView::Membership { .. } => EventType::Membership,
-            BodyView::ActivityRef(_) => EventType::ActivityRef,
-            BodyView::Capabilities(_) => EventType::Capabilities,
-            BodyView::ClockAlignment { .. } => EventType::ClockAlignment,
-        }
-    }
 }
 
 /// What is read of an event's metadata.
