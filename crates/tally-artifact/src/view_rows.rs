@@ -16,8 +16,9 @@
 //! views of the events the exact path builds, on valid and mutated lines.
 
 use std::borrow::Cow;
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
+use tally_core::schema::members;
 use tally_core::view::{ActivityView, BodyView, EventView, MetadataDigest, RefView, activity_name_of};
 use tally_core::{ActivityDomain, CorrelationContext, EventType, Span, TokenCounts};
 
@@ -58,6 +59,8 @@ struct Members<'l> {
     cuda_correlation_id: Field<u64>,
     stream_id: Field<u64>,
     graph_id: Field<u64>,
+    /// The members met, one bit each by [`Member`], `null` ones too.
+    present: u64,
 }
 
 /// Declares the top-level members the view path reads, once: [`Member`],
@@ -275,6 +278,7 @@ fn member_by_member<'l>(
             Member::graph_id => member!(graph_id, field_integer),
         }
         previous = member as usize;
+        row.present |= 1 << previous;
         cursor.space();
         match cursor.peek()? {
             b',' => cursor.at += 1,
@@ -345,6 +349,11 @@ macro_rules! canonical_rows {
                 (cursor.at == cursor.bytes.len()).then_some($event_type)
             }
         )+
+
+        /// Each canonical row's members, in the order it reads them.
+        #[cfg(test)]
+        const CANONICAL_ROWS: &[(EventType, &[&str])] =
+            &[$(($event_type, &[stringify!($first) $(, stringify!($member))*])),+];
     };
 }
 
@@ -404,39 +413,27 @@ fn tokens(row: &Members<'_>) -> TokenCounts {
 /// The members a body of `event_type` reads; any other member present,
 /// even as `null`, is one the exact path must judge.
 fn only_members_of(row: &Members<'_>, event_type: EventType) -> bool {
-    let request = matches!(event_type, EventType::Request);
-    let iteration = matches!(event_type, EventType::Iteration);
-    let stage = matches!(event_type, EventType::Stage);
-    let membership = matches!(event_type, EventType::Membership);
-    let activity = matches!(event_type, EventType::ActivityRef);
-    let allowed = [
-        (row.request_ref.is_absent(), request || stage || membership),
-        (row.attempt_ref.is_absent(), request || membership),
-        (row.backend_request_ref.is_absent(), request),
-        (row.start_ns.is_absent(), request || iteration || stage || activity),
-        (row.end_ns.is_absent(), request || iteration || stage || activity),
-        (row.status.is_absent(), request),
-        (row.input_tokens.is_absent(), request || stage || membership),
-        (row.output_tokens.is_absent(), request || stage || membership),
-        (row.kv_bytes.is_absent(), request || stage || membership),
-        (row.iteration_ref.is_absent(), iteration || stage || membership || activity),
-        (row.batch_ref.is_absent(), iteration),
-        (row.stage_ref.is_absent(), stage),
-        (row.name.is_absent(), stage),
-        (row.role.is_absent(), membership),
-        (row.activity_ref.is_absent(), activity),
-        (row.activity_kind.is_absent(), activity),
-        (row.attribution_status.is_absent(), activity),
-        (row.activity_domain.is_absent(), activity),
-        (row.correlation_scope.is_absent(), activity),
-        (row.trace_attachment_id.is_absent(), activity),
-        (row.runtime_correlation_id.is_absent(), activity),
-        (row.cuda_correlation_id.is_absent(), activity),
-        (row.stream_id.is_absent(), activity),
-        (row.graph_id.is_absent(), activity),
-    ];
-    allowed.iter().all(|&(absent, used)| absent || used)
+    row.present & !MEMBERS_OF[event_type as usize] == 0
 }
+
+/// For each event type, by its place in [`EventType::ALL`], the members a
+/// row of it may have, one bit each by [`Member`]: those of every row and
+/// those of its table (tally-core's schema) that the view path reads.
+static MEMBERS_OF: LazyLock<Vec<u64>> = LazyLock::new(|| {
+    let every = [
+        Member::schema_version,
+        Member::event_type,
+        Member::context_id,
+        Member::context,
+        Member::event_id,
+        Member::metadata,
+    ];
+    let bits = |members: &mut dyn Iterator<Item = Member>| {
+        members.fold(0, |bits, member| bits | 1 << member as usize)
+    };
+    let own = |event_type| bits(&mut members(event_type).iter().filter_map(|member| Member::of(member.name)));
+    EventType::ALL.iter().map(|&event_type| bits(&mut every.into_iter()) | own(event_type)).collect()
+});
 
 fn build<'l>(
     row: &Members<'l>,
@@ -619,6 +616,24 @@ mod tests {
             readings.push([canonical.map(|found| format!("{found:?}")), looped]);
         }
         readings
+    }
+
+    /// Each canonical row reads its type's record members (tally-core's
+    /// schema and those of every row), in the order stormlog's writer
+    /// writes them; and every member of the five types' tables is one the
+    /// member loop reads.
+    #[test]
+    fn canonical_rows_are_the_schemas() {
+        for &(event_type, row) in super::CANONICAL_ROWS {
+            let own = tally_core::schema::members(event_type).iter().map(|member| member.name);
+            let mut expected: Vec<&str> =
+                own.chain(["context", "event_id", "event_type", "metadata", "schema_version"]).collect();
+            expected.sort_unstable();
+            assert_eq!(row, expected, "{event_type}");
+            for name in row {
+                assert!(super::Member::of(name).is_some(), "{event_type}: {name}");
+            }
+        }
     }
 
     /// Ordinary rows of the five types as stormlog writes them, in both

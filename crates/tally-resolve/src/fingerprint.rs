@@ -237,3 +237,43 @@ fn body(fp: &mut Fingerprint, body: &BodyView<'_>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+    use tally_core::arbitrary::full_record;
+    use tally_core::schema::members;
+    use tally_core::{CorrelationEvent, EventType, InferenceRecord};
+
+    use super::{content_fingerprint, context_fingerprint};
+
+    fn fingerprint(record: &serde_json::Map<String, Value>) -> u64 {
+        let parsed = tally_core::parse_inference_record(Value::Object(record.clone()));
+        let Ok(InferenceRecord::Event(event)) = parsed else { panic!("a valid record: {parsed:?}") };
+        let event: CorrelationEvent = event;
+        content_fingerprint(&event.view(), context_fingerprint(event.context()))
+    }
+
+    /// Every member of every event type's table is fingerprinted: two
+    /// events that differ in that member alone differ in fingerprint.
+    #[test]
+    fn every_member_of_the_schema_is_fingerprinted() {
+        for &event_type in EventType::ALL {
+            let (base, other) = (full_record(event_type, 0), full_record(event_type, 1));
+            let expected = fingerprint(&base);
+            for member in members(event_type) {
+                if base[member.name] == other[member.name] {
+                    continue;
+                }
+                let mut changed = base.clone();
+                changed.insert(member.name.into(), other[member.name].clone());
+                assert_ne!(
+                    fingerprint(&changed),
+                    expected,
+                    "{event_type}: {} is not fingerprinted",
+                    member.name
+                );
+            }
+        }
+    }
+}
