@@ -282,20 +282,24 @@ pub(crate) fn optional_nonnegative(
     }
 }
 
-/// vertebrae's rule for a device-memory `measurement_scope`: exactly
-/// [`PROFILE_WINDOW`] when measured, absent otherwise; each class words
-/// the two failures its own way.
+/// vertebrae's rule for a device-memory `measurement_scope` of `class`:
+/// exactly [`PROFILE_WINDOW`] when measured, absent otherwise (`scope`
+/// names the field in the second message, each class words it its way).
 pub(crate) fn check_scope(
+    class: &str,
     measured: bool,
-    scope: Option<&str>,
-    missing: &'static str,
-    unexpected: &'static str,
+    value: Option<&str>,
+    scope: &str,
 ) -> Result<(), ValidationError> {
-    if measured && scope != Some(PROFILE_WINDOW) {
-        return Err(ValidationError::new("measurement_scope", missing));
+    if measured && value != Some(PROFILE_WINDOW) {
+        let message = format!("Measured {class} requires measurement_scope='profile_window'.");
+        return Err(ValidationError::new("measurement_scope", message));
     }
-    if !measured && scope.is_some() {
-        return Err(ValidationError::new("measurement_scope", unexpected));
+    if !measured && value.is_some() {
+        return Err(ValidationError::new(
+            "measurement_scope",
+            format!("Unmeasured {class} must not declare {scope}."),
+        ));
     }
     Ok(())
 }
@@ -319,12 +323,9 @@ impl TryFrom<RawDeviceMeasurement> for DeviceMemoryMeasurement {
             unavailable_reason: raw.unavailable_reason,
         };
         let measurement = Self::new(raw.status, readings)?;
-        check_scope(
-            raw.status == DeviceMeasurementStatus::Measured,
-            raw.measurement_scope.as_deref(),
-            "Measured DeviceMemoryMeasurement requires measurement_scope='profile_window'.",
-            "Unmeasured DeviceMemoryMeasurement must not declare a measurement_scope.",
-        )?;
+        let measured = raw.status == DeviceMeasurementStatus::Measured;
+        let scope = raw.measurement_scope.as_deref();
+        check_scope("DeviceMemoryMeasurement", measured, scope, "a measurement_scope")?;
         Ok(measurement)
     }
 }

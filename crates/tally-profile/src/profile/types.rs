@@ -204,12 +204,8 @@ struct RawDeviceProfile {
 impl TryFrom<RawDeviceProfile> for DeviceMemoryProfile {
     type Error = ValidationError;
     fn try_from(raw: RawDeviceProfile) -> Result<Self, ValidationError> {
-        check_scope(
-            raw.status == DeviceMemoryStatus::Measured,
-            raw.measurement_scope.as_deref(),
-            "Measured DeviceMemoryProfile requires measurement_scope='profile_window'.",
-            "Unmeasured DeviceMemoryProfile must not declare a scope.",
-        )?;
+        let measured = raw.status == DeviceMemoryStatus::Measured;
+        check_scope("DeviceMemoryProfile", measured, raw.measurement_scope.as_deref(), "a scope")?;
         Ok(Self {
             status: raw.status,
             backend: raw.backend,
