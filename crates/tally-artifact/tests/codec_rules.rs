@@ -12,16 +12,7 @@ use tally_artifact::{
     read_artifact, read_artifact_from, read_batches, write_artifact,
 };
 use tally_core::{CorrelationContext, InferenceRecord};
-
-fn context() -> Value {
-    json!({"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t", "clock_domain": "host",
-           "clock_kind": "monotonic", "collection_mode": "active", "provenance": "observed"})
-}
-
-fn iteration(id: &str) -> Value {
-    json!({"schema_version": 2, "event_type": "infer.iteration", "event_id": id, "context": context(),
-           "iteration_ref": {"producer_id": "p", "id": id}, "start_ns": 1, "end_ns": 5})
-}
+use tally_testkit::records::{context, iteration};
 
 fn definition(id: &str, context: Value) -> Value {
     json!({"schema_version": 4, "event_type": "infer.context", "context_id": id, "context": context})

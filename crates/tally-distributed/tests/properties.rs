@@ -121,54 +121,29 @@ impl Worker {
     }
 }
 
-fn arb_worker(models: &'static [u8]) -> impl Strategy<Value = Worker> {
-    (
-        prop_oneof![
+prop_compose! {
+    /// One worker; the model kinds are drawn from `models`.
+    fn arb_worker(models: &'static [u8])(
+        status in prop_oneof![
             6 => Just(ProfileStatus::Measured),
             1 => Just(ProfileStatus::NotMeasured),
             1 => Just(ProfileStatus::NotMeasuredCacheHit),
         ],
-        proptest::option::weighted(0.9, 0u32..(1 << 31)),
-        0u64..50,
-        proptest::option::of(0u32..(1 << 31)),
-        proptest::option::weighted(0.9, 0u32..(1 << 31)),
-        0u64..100_000,
+        first_ticks in proptest::option::weighted(0.9, 0u32..(1 << 31)),
+        warm_count in 0u64..50,
+        warm_mean_ticks in proptest::option::of(0u32..(1 << 31)),
+        total_ticks in proptest::option::weighted(0.9, 0u32..(1 << 31)),
+        samples in 0u64..100_000,
         // Few distinct values, so maxima tie often.
-        proptest::option::of(prop_oneof![Just(1u64 << 30), Just(3u64 << 30), 0u64..(1 << 33)]),
-        proptest::option::of(prop_oneof![Just(7u64 << 30), 0u64..(1 << 35)]),
-        proptest::sample::select(models),
-        proptest::sample::subsequence(WARNINGS.to_vec(), 0..=2),
-        proptest::option::of(0u64..(1 << 40)),
-    )
-        .prop_map(
-            |(
-                status,
-                first_ticks,
-                warm_count,
-                warm_mean_ticks,
-                total_ticks,
-                samples,
-                rss,
-                device_peak,
-                model,
-                warnings,
-                persisted,
-            )| {
-                Worker {
-                    status,
-                    first_ticks,
-                    warm_count,
-                    warm_mean_ticks,
-                    total_ticks,
-                    samples,
-                    rss,
-                    device_peak,
-                    model,
-                    warnings,
-                    persisted,
-                }
-            },
-        )
+        rss in proptest::option::of(prop_oneof![Just(1u64 << 30), Just(3u64 << 30), 0u64..(1 << 33)]),
+        device_peak in proptest::option::of(prop_oneof![Just(7u64 << 30), 0u64..(1 << 35)]),
+        model in proptest::sample::select(models),
+        warnings in proptest::sample::subsequence(WARNINGS.to_vec(), 0..=2),
+        persisted in proptest::option::of(0u64..(1 << 40)),
+    ) -> Worker {
+        Worker { status, first_ticks, warm_count, warm_mean_ticks, total_ticks, samples, rss, device_peak,
+            model, warnings, persisted }
+    }
 }
 
 /// Workers with consistent models (unavailable or model A), unique keys.

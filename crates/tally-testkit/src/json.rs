@@ -193,3 +193,34 @@ mod tests {
         assert_eq!(columns_json(&[("x".to_owned(), Value::Null)]), serde_json::json!([["x", null]]));
     }
 }
+
+/// Where two JSON values differ, or `None`: objects need the same keys and
+/// arrays the same length, member by member (the first difference in `ours`'
+/// key order, then `theirs`'), and any other pair is the caller's to judge
+/// with `leaf(ours, theirs, path)`. `path` names the values compared.
+pub fn json_difference_by(
+    ours: &Value,
+    theirs: &Value,
+    path: &str,
+    leaf: &impl Fn(&Value, &Value, &str) -> Option<String>,
+) -> Option<String> {
+    match (ours, theirs) {
+        (Value::Object(a), Value::Object(b)) => {
+            for key in a.keys().chain(b.keys()) {
+                let (Some(x), Some(y)) = (a.get(key), b.get(key)) else {
+                    return Some(format!("{path}.{key}: present on one side only"));
+                };
+                if let Some(difference) = json_difference_by(x, y, &format!("{path}.{key}"), leaf) {
+                    return Some(difference);
+                }
+            }
+            None
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
+            .iter()
+            .zip(b)
+            .enumerate()
+            .find_map(|(index, (x, y))| json_difference_by(x, y, &format!("{path}[{index}]"), leaf)),
+        _ => leaf(ours, theirs, path),
+    }
+}

@@ -11,6 +11,7 @@
 //! - [`hta_python`]: the Python with Holistic Trace Analysis named by
 //!   `TALLY_HTA_PYTHON` (`.venv-hta`, apart from the reference venv).
 //! - [`json`]: the JSON fixture helpers of the vertebrae agreement suites.
+//! - [`records`]: the smallest valid correlation records, as JSON.
 //! - `python` (feature `python`): the embedded interpreter of the adapters
 //!   over Python frameworks, with the reference Python's packages on its
 //!   path, or the reason to skip.
@@ -28,6 +29,7 @@
 pub mod json;
 #[cfg(feature = "python")]
 pub mod python;
+pub mod records;
 
 use std::fmt::Display;
 use std::io::Write;

@@ -26,6 +26,18 @@ const TRACES: [&str; 8] = [
     "inference-rank-1-minimal.json.gz",
 ];
 
+/// The keys of a device's row that the issue fixes.
+const DEVICE_KEYS: [&str; 8] = [
+    "device_uuid",
+    "clock_domain",
+    "clock_kind",
+    "busy_ns",
+    "categories",
+    "overlap_ns",
+    "exposed_communication_ns",
+    "kernels",
+];
+
 fn tally(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tally")).args(args).output().unwrap()
 }
@@ -116,17 +128,7 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
                 .collect();
             assert_eq!(Value::Object(envelopes), expected["stream_envelopes"], "{}", at("stream envelopes"));
             communication_seen |= device["categories"]["communication"]["busy_ns"].as_u64().unwrap() > 0;
-            // The JSON keys the issue fixes.
-            for key in [
-                "device_uuid",
-                "clock_domain",
-                "clock_kind",
-                "busy_ns",
-                "categories",
-                "overlap_ns",
-                "exposed_communication_ns",
-                "kernels",
-            ] {
+            for key in DEVICE_KEYS {
                 assert!(device.get(key).is_some(), "{}", at(key));
             }
         }
@@ -672,19 +674,7 @@ fn bad_input_names_the_file_and_line_and_exits_non_zero() {
 fn help_documents_the_json_keys() {
     let output = tally(&["breakdown", "--help"]);
     let help = String::from_utf8_lossy(&output.stdout);
-    for key in [
-        "device_uuid",
-        "clock_domain",
-        "clock_kind",
-        "busy_ns",
-        "categories",
-        "overlap_ns",
-        "\"communication&compute\"",
-        "\"memory&compute\"",
-        "exposed_communication_ns",
-        "kernels",
-        "summed_ns",
-    ] {
+    for key in DEVICE_KEYS.into_iter().chain(["\"communication&compute\"", "\"memory&compute\"", "summed_ns"]) {
         assert!(help.contains(key), "{key} in --help");
     }
 }

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
+use tally_testkit::records::{context, iteration};
 
 /// The child's address space: ample for tally's bounded readers (about a
 /// limit) and its threads, far below what an unbounded one takes.
@@ -36,16 +37,6 @@ fn kineto() -> PathBuf {
 
 fn nsys(name: &str) -> PathBuf {
     root().join("crates/tally-trace/tests/fixtures/nsys").join(name)
-}
-
-fn context() -> Value {
-    json!({"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t", "clock_domain": "host",
-           "clock_kind": "monotonic", "collection_mode": "active", "provenance": "observed"})
-}
-
-fn iteration(id: &str) -> Value {
-    json!({"schema_version": 2, "event_type": "infer.iteration", "event_id": id, "context": context(),
-           "iteration_ref": {"producer_id": "p", "id": id}, "start_ns": 1, "end_ns": 5})
 }
 
 fn line(value: &Value) -> String {

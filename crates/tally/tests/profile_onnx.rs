@@ -8,26 +8,15 @@
 
 #[path = "../../tally-onnx/tests/common/mod.rs"]
 mod common;
+mod support;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use common::reference::{self, assert_close};
 use common::{expected, fixture, runtime_library};
 use serde_json::Value;
+use support::{run, stderr, tally};
 use tally_profile::profile::ResourceProfile;
-
-fn tally() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-}
-
-fn run(command: &mut Command) -> Output {
-    command.output().expect("tally runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
 
 fn profile_json(library: &Path, model: &str, extra: &[&str], dump: &Path) -> (Value, Value) {
     let output = run(tally()

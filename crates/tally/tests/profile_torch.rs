@@ -4,20 +4,11 @@
 //! by vertebrae's `resource_profile_from_dict` when TALLY_PYTHON is set.
 //! Without the feature, the command says how to enable it.
 
+mod support;
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
 
-fn tally() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_tally"))
-}
-
-fn run(command: &mut Command) -> Output {
-    command.output().expect("tally runs")
-}
-
-fn stderr(output: &Output) -> String {
-    String::from_utf8_lossy(&output.stderr).into_owned()
-}
+use support::{run, stderr, tally};
 
 fn fixture(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tally-torch/tests/fixtures").join(name)

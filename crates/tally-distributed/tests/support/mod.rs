@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tally_profile::{EmbeddingStore, StoreError, StoredEmbeddingStat};
-use tally_testkit::json::{Ordered, json_fixtures, key_paths};
+use tally_testkit::json::{Ordered, json_difference_by, json_fixtures, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/distributed")
@@ -28,34 +28,15 @@ pub fn fixtures() -> Vec<(String, Value)> {
 /// an integer never equals a float, floats must be equal bit for bit, and
 /// both objects need the same keys.
 pub fn strict_difference(ours: &Value, theirs: &Value, path: &str) -> Option<String> {
-    match (ours, theirs) {
-        (Value::Object(a), Value::Object(b)) => {
-            for key in a.keys().chain(b.keys()) {
-                let (Some(x), Some(y)) = (a.get(key), b.get(key)) else {
-                    return Some(format!("{path}.{key}: present on one side only"));
-                };
-                if let Some(difference) = strict_difference(x, y, &format!("{path}.{key}")) {
-                    return Some(difference);
-                }
-            }
-            None
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(index, (x, y))| strict_difference(x, y, &format!("{path}[{index}]"))),
-        (Value::Number(a), Value::Number(b)) => {
-            let same = if a.is_f64() || b.is_f64() {
+    json_difference_by(ours, theirs, path, &|ours, theirs, path| {
+        let same = match (ours, theirs) {
+            (Value::Number(a), Value::Number(b)) if a.is_f64() || b.is_f64() => {
                 a.is_f64() && b.is_f64() && a.as_f64().map(f64::to_bits) == b.as_f64().map(f64::to_bits)
-            } else {
-                a == b
-            };
-            (!same).then(|| format!("{path}: tally {ours} != vertebrae {theirs}"))
-        }
-        _ if ours == theirs => None,
-        _ => Some(format!("{path}: tally {ours} != vertebrae {theirs}")),
-    }
+            }
+            _ => ours == theirs,
+        };
+        (!same).then(|| format!("{path}: tally {ours} != vertebrae {theirs}"))
+    })
 }
 
 /// Key paths in document order, not looking inside `context` (a free-form

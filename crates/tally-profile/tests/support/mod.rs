@@ -18,7 +18,7 @@ use tally_profile::{
     LocalEmbeddingStore, PersistedSizes, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,
     StoreError, StoredEmbeddingStat,
 };
-use tally_testkit::json::{Ordered, json_fixtures, key_paths};
+use tally_testkit::json::{Ordered, json_difference_by, json_fixtures, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/profile")
@@ -57,26 +57,9 @@ pub fn key_order(text: &str) -> Vec<String> {
 /// Describes where two JSON values differ, or `None` when Python would find
 /// them equal. Floats must be equal bit for bit (Python's `==`).
 pub fn json_difference(ours: &Value, theirs: &Value, path: &str) -> Option<String> {
-    match (ours, theirs) {
-        (Value::Object(a), Value::Object(b)) => {
-            for key in a.keys().chain(b.keys()) {
-                let (Some(x), Some(y)) = (a.get(key), b.get(key)) else {
-                    return Some(format!("{path}.{key}: present on one side only"));
-                };
-                if let Some(difference) = json_difference(x, y, &format!("{path}.{key}")) {
-                    return Some(difference);
-                }
-            }
-            None
-        }
-        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => a
-            .iter()
-            .zip(b)
-            .enumerate()
-            .find_map(|(index, (x, y))| json_difference(x, y, &format!("{path}[{index}]"))),
-        _ if python_json_eq(ours, theirs) => None,
-        _ => Some(format!("{path}: tally {ours} != vertebrae {theirs}")),
-    }
+    json_difference_by(ours, theirs, path, &|ours, theirs, path| {
+        (!python_json_eq(ours, theirs)).then(|| format!("{path}: tally {ours} != vertebrae {theirs}"))
+    })
 }
 
 /// Readings `0, ns` per call: each call's duration is exactly `ns`.
