@@ -1,6 +1,7 @@
 //! The accounting and the overlap breakdown, case by case, in the
 //! `check(input, expected)` style: each test is one small run written as
-//! text, turned into a JSONL run (one `infer.*` record per line), resolved
+//! text (the cases are in `check_cases.txt`, a test each), turned into a
+//! JSONL run (one `infer.*` record per line), resolved
 //! with tally-resolve, and measured with [`account_gpu_time`] and
 //! [`breakdown`]; the figures are rendered as text and compared with the
 //! expected text, whose every number was worked out by hand from the
@@ -395,445 +396,52 @@ fn check(input: &str, expected: &str) {
     assert_eq!(render(&streamed, &rules), actual, "the streaming resolver's rendering");
 }
 
-#[test]
-fn no_overlap() {
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 GPU-0@cuda:0 200..300
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 200, busy 200
-          envelope 0..300, idle 100 in 1 gaps: queued 0, sync 0, unknown 100, host-bound 0
-          compute: count 2, summed 200, busy 200
-        unattributed: k1, k2
-        ",
-    );
+/// The cases: `check_cases.txt` (its first lines say how it is written).
+const CASES: &str = include_str!("check_cases.txt");
+
+/// Every case's (name, input, expected rendering), in file order.
+fn cases() -> Vec<(&'static str, String, String)> {
+    let mut cases = Vec::new();
+    for block in CASES.split("\n== ").skip(1) {
+        let (name, rest) = block.split_once('\n').unwrap_or((block, ""));
+        let (input, expected) =
+            rest.split_once("\n--\n").unwrap_or_else(|| panic!("case {name}: no `--` line"));
+        cases.push((name.trim(), format!("{input}\n"), expected.to_owned()));
+    }
+    cases
 }
 
-#[test]
-fn full_overlap_counts_once_in_busy_time() {
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 GPU-0@cuda:0 20..60
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 140, busy 100
-          envelope 0..100, idle 0
-          compute: count 2, summed 140, busy 100
-        unattributed: k1, k2
-        ",
-    );
+/// A `#[test]` per case named, and one that every case in the file is named.
+macro_rules! check_cases {
+    ($($name:ident)*) => {
+        $(
+            #[test]
+            fn $name() {
+                let (_, input, expected) = cases()
+                    .into_iter()
+                    .find(|(name, _, _)| *name == stringify!($name))
+                    .expect("the case is in check_cases.txt");
+                check(&input, &expected);
+            }
+        )*
+
+        #[test]
+        fn every_case_has_its_test() {
+            let names: Vec<&str> = cases().into_iter().map(|(name, _, _)| name).collect();
+            assert_eq!(names, [$(stringify!($name)),*]);
+        }
+    };
 }
 
-#[test]
-fn partial_overlap() {
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 GPU-0@cuda:0 50..150
-        kernel k3 GPU-0@cuda:0 300..400
-        ",
-        "
-        GPU-0 cuda:0 device: count 3, summed 300, busy 250
-          envelope 0..400, idle 150 in 1 gaps: queued 0, sync 0, unknown 150, host-bound 0
-          compute: count 3, summed 300, busy 250
-        unattributed: k1, k2, k3
-        ",
-    );
-}
-
-#[test]
-fn the_same_record_twice_counts_once() {
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 GPU-0@cuda:0 50..150
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 200, busy 150
-          envelope 0..150, idle 0
-          compute: count 2, summed 200, busy 150
-        unattributed: k1, k2
-        ",
-    );
-}
-
-#[test]
-fn two_streams() {
-    // k4 names no stream: it counts for the device only.
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100 stream=7
-        kernel k2 GPU-0@cuda:0 50..150 stream=8
-        kernel k3 GPU-0@cuda:0 200..250 stream=7
-        kernel k4 GPU-0@cuda:0 260..270
-        ",
-        "
-        GPU-0 cuda:0 device: count 4, summed 260, busy 210
-          envelope 0..270, idle 60 in 2 gaps: queued 0, sync 0, unknown 60, host-bound 0
-          stream 7: count 2, summed 150, busy 150, envelope 0..250
-          stream 8: count 1, summed 100, busy 100, envelope 50..150
-          compute: count 4, summed 260, busy 210
-        unattributed: k1, k2, k3, k4
-        ",
-    );
-}
-
-#[test]
-fn two_device_clocks_are_kept_apart() {
-    // One device on its own clock and on a host monotonic clock: on one
-    // clock the two would be busy 150, not 100 + 100.
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 GPU-0@host 50..150 clock=monotonic
-        kernel k3 GPU-1@cuda:1 0..100
-        ",
-        "
-        GPU-0 cuda:0 device: count 1, summed 100, busy 100
-          envelope 0..100, idle 0
-          compute: count 1, summed 100, busy 100
-        GPU-0 host monotonic: count 1, summed 100, busy 100
-          envelope 50..150, idle 0
-          compute: count 1, summed 100, busy 100
-        GPU-1 cuda:1 device: count 1, summed 100, busy 100
-          envelope 0..100, idle 0
-          compute: count 1, summed 100, busy 100
-        unattributed: k1, k2, k3
-        ",
-    );
-}
-
-#[test]
-fn an_iterations_elapsed_time_is_its_span() {
-    // 5000 - 1000, whatever its kernels' times: they are on another clock.
-    check(
-        "
-        iteration it-1 1000..5000
-        kernel k1 GPU-0@cuda:0 1200..1300 iter=it-1
-        kernel k2 GPU-0@cuda:0 1250..1400 iter=it-1
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 250, busy 200
-          envelope 1200..1400, idle 0
-          compute: count 2, summed 250, busy 200
-        iteration it-1: elapsed 4000
-          GPU-0 cuda:0 device: count 2, summed 250, busy 200
-            compute: count 2, summed 250, busy 200
-        ",
-    );
-}
-
-#[test]
-fn no_elapsed_time_without_an_end_or_on_a_wall_clock() {
-    check(
-        "
-        iteration it-1 100..
-        iteration it-2 100..900 wall
-        iteration it-3 100..900
-        kernel k1 GPU-0@cuda:0 0..10 iter=it-3
-        ",
-        "
-        GPU-0 cuda:0 device: count 1, summed 10, busy 10
-          envelope 0..10, idle 0
-          compute: count 1, summed 10, busy 10
-        iteration it-1: elapsed none
-        iteration it-2: elapsed none
-        iteration it-3: elapsed 800
-          GPU-0 cuda:0 device: count 1, summed 10, busy 10
-            compute: count 1, summed 10, busy 10
-        ",
-    );
-}
-
-#[test]
-fn an_activity_without_an_iteration_is_unattributed() {
-    // k2 names none: unattributed, of the device only. k3 names an unknown
-    // iteration: attributed, yet in no iteration's row. r1, a runtime call,
-    // is unattributed too, and no GPU time.
-    check(
-        "
-        iteration it-1 0..1000
-        kernel k1 GPU-0@cuda:0 0..100 iter=it-1
-        kernel k2 GPU-0@cuda:0 50..250
-        kernel k3 GPU-0@cuda:0 300..400 iter=it-9
-        runtime r1 host 0..10
-        ",
-        "
-        GPU-0 cuda:0 device: count 3, summed 400, busy 350
-          envelope 0..400, idle 50 in 1 gaps: queued 0, sync 0, unknown 50, host-bound 0
-          compute: count 3, summed 400, busy 350
-        iteration it-1: elapsed 1000
-          GPU-0 cuda:0 device: count 1, summed 100, busy 100
-            compute: count 1, summed 100, busy 100
-        unattributed: k2, r1
-        ",
-    );
-}
-
-#[test]
-fn an_iteration_on_two_device_clocks() {
-    check(
-        "
-        iteration it-1 0..500
-        kernel k1 GPU-0@cuda:0 0..100 iter=it-1 name=ncclAllReduce
-        kernel k2 GPU-0@cuda:0 50..150 iter=it-1
-        kernel k3 GPU-1@cuda:1 0..100 iter=it-1
-        kernel k4 GPU-1@cuda:1 300..400
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 200, busy 150
-          envelope 0..150, idle 0
-          compute: count 1, summed 100, busy 100
-          communication: count 1, summed 100, busy 100
-          overlap: communication&compute 50, memory&compute 0, communication&memory 0
-          exposed: communication 50, memory 0
-        GPU-1 cuda:1 device: count 2, summed 200, busy 200
-          envelope 0..400, idle 200 in 1 gaps: queued 0, sync 0, unknown 200, host-bound 0
-          compute: count 2, summed 200, busy 200
-        iteration it-1: elapsed 500
-          GPU-0 cuda:0 device: count 2, summed 200, busy 150
-            compute: count 1, summed 100, busy 100
-            communication: count 1, summed 100, busy 100
-            overlap: communication&compute 50, memory&compute 0, communication&memory 0
-            exposed: communication 50, memory 0
-          GPU-1 cuda:1 device: count 1, summed 100, busy 100
-            compute: count 1, summed 100, busy 100
-        unattributed: k4
-        ",
-    );
-}
-
-#[test]
-fn intervals_replace_the_span() {
-    // k1's busy time is [0, 10) and [50, 70) of its span [0, 100): the
-    // envelope ends at 70, and k2 lies inside k1's second interval.
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100 intervals=0+10,50+20
-        kernel k2 GPU-0@cuda:0 55..65
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 40, busy 30
-          envelope 0..70, idle 40 in 1 gaps: queued 0, sync 0, unknown 40, host-bound 0
-          compute: count 2, summed 40, busy 30
-        unattributed: k1, k2
-        ",
-    );
-}
-
-#[test]
-fn a_zero_length_activity_counts_and_covers_nothing() {
-    // It widens its stream's envelope (as HTA reads a stream), not the
-    // device's.
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100 stream=1
-        kernel k2 GPU-0@cuda:0 500..500 stream=1
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 100, busy 100
-          envelope 0..100, idle 0
-          stream 1: count 2, summed 100, busy 100, envelope 0..500
-          compute: count 2, summed 100, busy 100
-        unattributed: k1, k2
-        ",
-    );
-}
-
-#[test]
-fn unmeasured_gpu_activity() {
-    // No device, no end, a wall clock: listed, not measured.
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        kernel k2 @cuda:0 0..100
-        kernel k3 GPU-0@cuda:0 50..
-        kernel k4 GPU-0@wall0 0..100 clock=wall
-        ",
-        "
-        GPU-0 cuda:0 device: count 1, summed 100, busy 100
-          envelope 0..100, idle 0
-          compute: count 1, summed 100, busy 100
-        unattributed: k1, k2, k3, k4
-        unmeasured: k2, k3, k4
-        ",
-    );
-}
-
-#[test]
-fn communication_partly_overlapped_partly_exposed() {
-    check(
-        "
-        kernel c1 GPU-0@cuda:0 0..100 name=ncclAllReduce
-        kernel k1 GPU-0@cuda:0 60..160 name=gemm
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 200, busy 160
-          envelope 0..160, idle 0
-          compute: count 1, summed 100, busy 100
-          communication: count 1, summed 100, busy 100
-          overlap: communication&compute 40, memory&compute 0, communication&memory 0
-          exposed: communication 60, memory 0
-        unattributed: c1, k1
-        ",
-    );
-}
-
-#[test]
-fn communication_hidden_behind_compute_is_not_exposed() {
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..200 name=gemm
-        kernel c1 GPU-0@cuda:0 50..150 name=ncclAllGather
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 300, busy 200
-          envelope 0..200, idle 0
-          compute: count 1, summed 200, busy 200
-          communication: count 1, summed 100, busy 100
-          overlap: communication&compute 100, memory&compute 0, communication&memory 0
-          exposed: communication 0, memory 0
-        unattributed: c1, k1
-        ",
-    );
-}
-
-#[test]
-fn communication_alone_is_all_exposed() {
-    // A kind with the word `collective` is communication without a name.
-    check(
-        "
-        collective c1 GPU-0@cuda:0 0..100
-        kernel c2 GPU-0@cuda:0 50..120 name=NCCL_broadcast
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 170, busy 120
-          envelope 0..120, idle 0
-          communication: count 2, summed 170, busy 120
-          exposed: communication 120, memory 0
-        unattributed: c1, c2
-        ",
-    );
-}
-
-#[test]
-fn memory_by_direction_under_and_beside_compute() {
-    // Memory busy [80, 140) and [200, 210): 70, of which [80, 100) under
-    // compute. The device is busy [0, 140) and [200, 210).
-    check(
-        "
-        kernel k1 GPU-0@cuda:0 0..100
-        memcpy_htod m1 GPU-0@cuda:0 80..130
-        memcpy m2 GPU-0@cuda:0 120..140 name=Memcpy_DtoH
-        memset s1 GPU-0@cuda:0 200..210
-        ",
-        "
-        GPU-0 cuda:0 device: count 4, summed 180, busy 150
-          envelope 0..210, idle 60 in 1 gaps: queued 0, sync 0, unknown 60, host-bound 0
-          compute: count 1, summed 100, busy 100
-          memory: count 3, summed 80, busy 70
-          memory/memcpy_htod: count 1, summed 50, busy 50
-          memory/memcpy_dtoh: count 1, summed 20, busy 20
-          memory/memset: count 1, summed 10, busy 10
-          overlap: communication&compute 0, memory&compute 20, communication&memory 0
-          exposed: communication 0, memory 50
-        unattributed: k1, m1, m2, s1
-        ",
-    );
-}
-
-#[test]
-fn communication_while_memory() {
-    check(
-        "
-        kernel c1 GPU-0@cuda:0 0..100 name=ncclSend
-        memcpy_ptop m1 GPU-0@cuda:0 50..150
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 200, busy 150
-          envelope 0..150, idle 0
-          communication: count 1, summed 100, busy 100
-          memory: count 1, summed 100, busy 100
-          memory/memcpy_ptop: count 1, summed 100, busy 100
-          overlap: communication&compute 0, memory&compute 0, communication&memory 50
-          exposed: communication 100, memory 100
-        unattributed: c1, m1
-        ",
-    );
-}
-
-#[test]
-fn category_patterns_come_first() {
-    // Intervals that touch do not overlap and leave no gap.
-    check(
-        "
-        pattern other=warmup*
-        pattern communication=*ALLREDUCE*
-        kernel k1 GPU-0@cuda:0 0..100 name=warmup_gemm
-        kernel k2 GPU-0@cuda:0 100..200 name=fused_allreduce
-        kernel k3 GPU-0@cuda:0 200..300 name=gemm
-        ",
-        "
-        GPU-0 cuda:0 device: count 3, summed 300, busy 300
-          envelope 0..300, idle 0
-          compute: count 1, summed 100, busy 100
-          communication: count 1, summed 100, busy 100
-          other: count 1, summed 100, busy 100
-          overlap: communication&compute 0, memory&compute 0, communication&memory 0
-          exposed: communication 100, memory 0
-        unattributed: k1, k2, k3
-        ",
-    );
-}
-
-#[test]
-fn launch_latency_and_idle_causes_through_a_clock_alignment() {
-    // On the device's clock (host + 1000): r1 launches k1 at 1000, r2 k2 at
-    // 1280, s1 synchronises over [1200, 1260); k3's launch is not there.
-    // The gap [1100, 1300) ends at k2, a linked launch: [1280, 1300) queued,
-    // [1200, 1260) sync, the rest host-bound. Latencies 1050 - 1000 and
-    // 1300 - 1280.
-    check(
-        "
-        align host cuda:0 1000 5
-        runtime r1 host 0..10 corr=1
-        runtime r2 host 280..290 corr=2
-        runtime s1 host 200..260 name=cudaDeviceSynchronize
-        kernel k1 GPU-0@cuda:0 1050..1100 corr=1
-        kernel k2 GPU-0@cuda:0 1300..1400 corr=2
-        kernel k3 GPU-0@cuda:0 1400..1450 corr=99
-        ",
-        "
-        GPU-0 cuda:0 device: count 3, summed 200, busy 200
-          envelope 1050..1450, idle 200 in 1 gaps: queued 20, sync 60, unknown 0, host-bound 120
-          compute: count 3, summed 200, busy 200
-          launch: linked 2, unlinked 1, min 20, median 20, p90 50, p99 50, max 50, summed 70, uncertainty 5
-        unattributed: k1, k2, k3, r1, r2, s1
-        ",
-    );
-}
-
-#[test]
-fn a_launch_on_the_devices_own_clock_needs_no_alignment() {
-    // r1 on cuda:0 itself; r2 on a host clock with no alignment: unlinked,
-    // so the gap it would explain is unknown.
-    check(
-        "
-        runtime r1 cuda:0 0..10 corr=1
-        runtime r2 host 100..110 corr=2
-        kernel k1 GPU-0@cuda:0 30..50 corr=1
-        kernel k2 GPU-0@cuda:0 150..200 corr=2
-        ",
-        "
-        GPU-0 cuda:0 device: count 2, summed 70, busy 70
-          envelope 30..200, idle 100 in 1 gaps: queued 0, sync 0, unknown 100, host-bound 0
-          compute: count 2, summed 70, busy 70
-          launch: linked 1, unlinked 1, min 30, median 30, p90 30, p99 30, max 30, summed 30, uncertainty 0
-        unattributed: k1, k2, r1, r2
-        ",
-    );
+check_cases! {
+    no_overlap full_overlap_counts_once_in_busy_time partial_overlap the_same_record_twice_counts_once
+    two_streams two_device_clocks_are_kept_apart an_iterations_elapsed_time_is_its_span
+    no_elapsed_time_without_an_end_or_on_a_wall_clock an_activity_without_an_iteration_is_unattributed
+    an_iteration_on_two_device_clocks intervals_replace_the_span
+    a_zero_length_activity_counts_and_covers_nothing unmeasured_gpu_activity
+    communication_partly_overlapped_partly_exposed communication_hidden_behind_compute_is_not_exposed
+    communication_alone_is_all_exposed memory_by_direction_under_and_beside_compute
+    communication_while_memory category_patterns_come_first
+    launch_latency_and_idle_causes_through_a_clock_alignment
+    a_launch_on_the_devices_own_clock_needs_no_alignment
 }
