@@ -287,6 +287,62 @@ pub const CLASSES: &[Class] = &[
     ),
 ];
 
+/// A field's default as `dataclasses.field` takes it.
+pub enum Declared<'py> {
+    /// No default: the field is required.
+    Required,
+    /// `field(default=value)`.
+    Value(Bound<'py, PyAny>),
+    /// `field(default_factory=builtins.<name>)`.
+    Factory(&'static str),
+}
+
+/// One `(name, annotation, dataclasses.field(...))` entry of the field list
+/// [`make_dataclass`] takes.
+pub fn declare_field<'py>(
+    py: Python<'py>,
+    name: &str,
+    annotation: Bound<'py, PyAny>,
+    default: Declared<'py>,
+) -> PyResult<Bound<'py, PyTuple>> {
+    let options = PyDict::new(py);
+    match default {
+        Declared::Required => {}
+        Declared::Value(value) => options.set_item("default", value)?,
+        Declared::Factory(name) => {
+            options.set_item("default_factory", py.import("builtins")?.getattr(name)?)?
+        }
+    }
+    let made = py.import("dataclasses")?.getattr("field")?.call((), Some(&options))?;
+    PyTuple::new(py, [name.into_pyobject(py)?.into_any(), annotation, made])
+}
+
+/// `dataclasses.make_dataclass(name, fields, frozen=..., kw_only=...,
+/// namespace=...)`, the one way this package declares a dataclass: for
+/// `tally.accounting`'s native classes the made class is the declaration
+/// whose protocol they take ([`install`]); for `tally.profiling`'s it is the
+/// class itself (vertebrae's are real dataclasses, some of them mutable,
+/// whose values live in Python). `kw_only` and `namespace` are passed only
+/// when given, as `make_dataclass`'s own defaults stand for them otherwise.
+pub fn make_dataclass<'py>(
+    py: Python<'py>,
+    name: &str,
+    fields: &Bound<'py, PyList>,
+    frozen: bool,
+    kw_only: Option<bool>,
+    namespace: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let options = PyDict::new(py);
+    options.set_item("frozen", frozen)?;
+    if let Some(kw_only) = kw_only {
+        options.set_item("kw_only", kw_only)?;
+    }
+    if let Some(namespace) = namespace {
+        options.set_item("namespace", namespace)?;
+    }
+    py.import("dataclasses")?.getattr("make_dataclass")?.call((name, fields), Some(&options))
+}
+
 /// The attributes a dataclass made from the declaration carries that
 /// `dataclasses`' functions and pattern matching read.
 const PROTOCOL_ATTRIBUTES: [&str; 3] = ["__dataclass_fields__", "__dataclass_params__", "__match_args__"];
@@ -295,36 +351,25 @@ const PROTOCOL_ATTRIBUTES: [&str; 3] = ["__dataclass_fields__", "__dataclass_par
 /// parameters and `__match_args__` of stormlog's declaration.
 pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
-    let dataclasses = py.import("dataclasses")?;
-    let make_dataclass = dataclasses.getattr("make_dataclass")?;
-    let field_of = dataclasses.getattr("field")?;
-    let builtins = py.import("builtins")?;
     let proxies = PROXIES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
     for class in CLASSES {
         let declared = PyList::empty(py);
         for field in class.base.iter().chain(class.fields) {
-            let options = PyDict::new(py);
-            match field.default {
-                Default::Required => {}
-                Default::None => options.set_item("default", py.None())?,
-                Default::Text(text) => options.set_item("default", text)?,
-                Default::EmptyDict => options.set_item("default_factory", builtins.getattr("dict")?)?,
-                Default::EmptyList => options.set_item("default_factory", builtins.getattr("list")?)?,
-            }
-            let made = field_of.call((), Some(&options))?;
-            declared.append(PyTuple::new(
+            let default = match field.default {
+                Default::Required => Declared::Required,
+                Default::None => Declared::Value(py.None().into_bound(py)),
+                Default::Text(text) => Declared::Value(text.into_pyobject(py)?.into_any()),
+                Default::EmptyDict => Declared::Factory("dict"),
+                Default::EmptyList => Declared::Factory("list"),
+            };
+            declared.append(declare_field(
                 py,
-                [
-                    field.name.into_pyobject(py)?.into_any(),
-                    field.annotation.into_pyobject(py)?.into_any(),
-                    made,
-                ],
+                field.name,
+                field.annotation.into_pyobject(py)?.into_any(),
+                default,
             )?)?;
         }
-        let options = PyDict::new(py);
-        options.set_item("frozen", true)?;
-        options.set_item("kw_only", class.kw_only)?;
-        let proxy = make_dataclass.call((class.name, declared), Some(&options))?;
+        let proxy = make_dataclass(py, class.name, &declared, true, Some(class.kw_only), None)?;
         let target = module.getattr(class.name)?;
         for attribute in PROTOCOL_ATTRIBUTES {
             target.setattr(attribute, proxy.getattr(attribute)?)?;

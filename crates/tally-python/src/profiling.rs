@@ -3,11 +3,20 @@
 //!
 //! vertebrae's result and measurement classes are real Python dataclasses
 //! (so `dataclasses.asdict` and vertebrae's `make_json_safe` pipelines take
-//! them), made at import by `dataclasses.make_dataclass` from the schema in
-//! this file: vertebrae's names, fields, defaults and frozenness. Their
-//! `__post_init__` hands the instance to tally-profile's type of the same
-//! name, whose deserializer applies vertebrae's checks, so no rule lives in
-//! Python. The profiler is tally-profile's `ResourceProfiler`; a Python
+//! them), made at import by `dataclasses.make_dataclass` from tally-profile's
+//! table of them (`tally_profile::profile::schema`): vertebrae's names,
+//! fields, defaults and frozenness. Their `__post_init__` hands the
+//! instance to tally-profile's type of the same name, whose deserializer
+//! applies vertebrae's checks, so no rule lives in Python.
+//!
+//! Both kinds of dataclass in this package are declared the one way,
+//! [`crate::dataclass::make_dataclass`]; they differ in what is made of
+//! the declaration. stormlog's classes are native classes that take the
+//! declaration's protocol (their values live in Rust, where the accounting
+//! reads them); vertebrae's are the declared classes themselves, because
+//! vertebrae's are plain dataclasses, several of them mutable, which
+//! callers assign to and hand to `dataclasses` and `make_json_safe` with
+//! their values in Python. The profiler is tally-profile's `ResourceProfiler`; a Python
 //! adapter (vertebrae's own, or a subclass of `BaseResourceProfileAdapter`)
 //! is called hook by hook through [`PythonAdapter`].
 
@@ -16,6 +25,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
+use tally_profile::profile::schema::{
+    DATACLASSES, DataclassSchema as Class, FieldDefault as D, Nested, dataclass_schema as class_schema,
+};
 use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, DeviceMemoryProfile,
     ModelFootprintMeasurement, ResourceAdapterMetadata,
@@ -23,355 +35,39 @@ use tally_profile::profile::{
 use tally_profile::{HookError, ResourceProfileAdapter};
 
 use crate::convert::{to_json, to_python};
-
-/// A field's default, as vertebrae declares it.
-#[derive(Clone, Copy)]
-enum FieldDefault {
-    Required,
-    None,
-    False,
-    True,
-    Zero,
-    Real(f64),
-    Text(&'static str),
-    EmptyTuple,
-    EmptyList,
-    EmptyDict,
-}
-
-/// What a field holds when it holds one of the schema's classes.
-#[derive(Clone, Copy)]
-enum Nested {
-    Plain,
-    One(&'static str),
-    Optional(&'static str),
-    ListOf(&'static str),
-}
-
-struct Field {
-    name: &'static str,
-    default: FieldDefault,
-    nested: Nested,
-}
-
-const fn field(name: &'static str, default: FieldDefault) -> Field {
-    Field { name, default, nested: Nested::Plain }
-}
-
-const fn nested(name: &'static str, default: FieldDefault, nested: Nested) -> Field {
-    Field { name, default, nested }
-}
-
-struct Class {
-    name: &'static str,
-    frozen: bool,
-    doc: &'static str,
-    fields: &'static [Field],
-    /// Whether `__post_init__` checks the instance (by its tally type).
-    checked: bool,
-}
-
-use FieldDefault as D;
-
-const CLASSES: &[Class] = &[
-    Class {
-        name: "AdapterOperationResult",
-        frozen: true,
-        doc: "Outcome of an optional framework-specific profiling operation.",
-        fields: &[field("status", D::Required), field("reason", D::None)],
-        checked: true,
-    },
-    Class {
-        name: "ResourceAdapterMetadata",
-        frozen: true,
-        doc: "Framework, device, and synchronization context supplied by an adapter.",
-        fields: &[
-            field("backend", D::None),
-            field("device", D::None),
-            field("device_resolution", D::Text("unavailable")),
-            field("asynchronous", D::False),
-            field("synchronization_method", D::None),
-            field("weight_dtypes", D::EmptyTuple),
-        ],
-        checked: true,
-    },
-    Class {
-        name: "DeviceMemoryMeasurement",
-        frozen: true,
-        doc: "Framework allocator memory observed for one profiling session.",
-        fields: &[
-            field("status", D::Required),
-            field("backend", D::None),
-            field("device", D::None),
-            field("baseline_allocated_bytes", D::None),
-            field("baseline_reserved_bytes", D::None),
-            field("peak_allocated_bytes", D::None),
-            field("peak_reserved_bytes", D::None),
-            field("measurement_scope", D::None),
-            field("unavailable_reason", D::None),
-        ],
-        checked: true,
-    },
-    Class {
-        name: "ModelFootprintMeasurement",
-        frozen: true,
-        doc: "In-memory model state exposed by a framework adapter.",
-        fields: &[
-            field("status", D::Required),
-            field("parameter_count", D::None),
-            field("parameter_bytes", D::None),
-            field("trainable_parameter_count", D::None),
-            field("trainable_parameter_bytes", D::None),
-            field("buffer_bytes", D::None),
-            field("in_memory_bytes", D::None),
-            field("weight_dtypes", D::EmptyTuple),
-            field("unavailable_reason", D::None),
-        ],
-        checked: true,
-    },
-    Class {
-        name: "DeploymentArtifact",
-        frozen: true,
-        doc: "Explicit local artifact whose deployment footprint should be measured.",
-        fields: &[
-            field("path", D::Required),
-            field("role", D::Text("checkpoint")),
-            field("recursive", D::False),
-        ],
-        checked: true,
-    },
-    Class {
-        name: "ArtifactFootprint",
-        frozen: true,
-        doc: "Measured footprint for one declared deployment artifact.",
-        fields: &[
-            field("path", D::Required),
-            field("resolved_path", D::Required),
-            field("role", D::Required),
-            field("recursive", D::Required),
-            field("status", D::Required),
-            field("bytes", D::Zero),
-            field("file_count", D::Zero),
-            field("reason", D::None),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "InferenceProfile",
-        frozen: false,
-        doc: "First-call and warm latency and throughput of the measured calls.",
-        fields: &[
-            field("status", D::Required),
-            field("first_call_seconds", D::None),
-            field("first_call_includes_fit", D::False),
-            field("warm_call_count", D::Zero),
-            field("warm_mean_seconds", D::None),
-            field("warm_median_seconds", D::None),
-            field("warm_p95_seconds", D::None),
-            field("warm_max_seconds", D::None),
-            field("warm_mean_seconds_per_sample", D::None),
-            field("total_materialized_seconds", D::None),
-            field("materialized_samples", D::Zero),
-            field("throughput_samples_per_second", D::None),
-            field("batch_sizes", D::EmptyList),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "HostMemoryProfile",
-        frozen: false,
-        doc: "Process resident-set baseline and peak over the profiling window.",
-        fields: &[
-            field("status", D::Required),
-            field("baseline_rss_bytes", D::None),
-            field("peak_rss_bytes", D::None),
-            field("peak_increase_bytes", D::None),
-            field("sample_interval_seconds", D::None),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "DeviceMemoryProfile",
-        frozen: false,
-        doc: "Framework allocator baseline and peaks over the profiling window.",
-        fields: &[
-            field("status", D::Required),
-            field("backend", D::None),
-            field("device", D::None),
-            field("baseline_allocated_bytes", D::None),
-            field("baseline_reserved_bytes", D::None),
-            field("peak_allocated_bytes", D::None),
-            field("peak_reserved_bytes", D::None),
-            field("peak_allocated_increase_bytes", D::None),
-            field("peak_reserved_increase_bytes", D::None),
-            field("measurement_scope", D::None),
-            field("unavailable_reason", D::None),
-        ],
-        checked: true,
-    },
-    Class {
-        name: "ModelFootprint",
-        frozen: false,
-        doc: "Parameter, in-memory and checkpoint footprint of the model.",
-        fields: &[
-            field("status", D::Required),
-            field("parameter_status", D::Text("unavailable")),
-            field("checkpoint_status", D::Text("unavailable")),
-            field("parameter_count", D::None),
-            field("parameter_bytes", D::None),
-            field("trainable_parameter_count", D::None),
-            field("trainable_parameter_bytes", D::None),
-            field("buffer_bytes", D::None),
-            field("in_memory_bytes", D::None),
-            field("checkpoint_bytes", D::None),
-            field("weight_dtypes", D::EmptyList),
-            nested("artifacts", D::EmptyList, Nested::ListOf("ArtifactFootprint")),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "PersistedArtifactFootprint",
-        frozen: false,
-        doc: "Persisted size of one stored embedding array.",
-        fields: &[
-            field("status", D::Required),
-            field("bytes", D::None),
-            field("uri", D::None),
-            field("storage_format", D::None),
-            field("reason", D::None),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "EmbeddingFootprint",
-        frozen: false,
-        doc: "Resident and persisted size of raw and evaluated embeddings.",
-        fields: &[
-            field("raw_bytes", D::Required),
-            field("evaluated_bytes", D::Required),
-            field("bytes_per_embedding", D::Required),
-            field("compression_savings_ratio", D::Required),
-            nested("raw_persisted", D::None, Nested::Optional("PersistedArtifactFootprint")),
-            nested("evaluated_persisted", D::None, Nested::Optional("PersistedArtifactFootprint")),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "ResourceProfile",
-        frozen: false,
-        doc: "The measured resource profile of one local profiling window.",
-        fields: &[
-            field("status", D::Required),
-            nested("inference", D::Required, Nested::One("InferenceProfile")),
-            nested("host_memory", D::Required, Nested::One("HostMemoryProfile")),
-            nested("device_memory", D::Required, Nested::One("DeviceMemoryProfile")),
-            nested("model", D::Required, Nested::One("ModelFootprint")),
-            nested("embedding", D::Required, Nested::Optional("EmbeddingFootprint")),
-            field("context", D::EmptyDict),
-            field("warnings", D::EmptyList),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "LatencyDistribution",
-        frozen: false,
-        doc: "Distribution of worker first-call latencies.",
-        fields: &[
-            field("count", D::Zero),
-            field("median_seconds", D::None),
-            field("p95_seconds", D::None),
-            field("max_seconds", D::None),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "DistributedResourceProfile",
-        frozen: false,
-        doc: "Aggregation of independent worker-local profiling windows.",
-        fields: &[
-            field("status", D::Required),
-            field("shard_count", D::Required),
-            field("profiled_shard_count", D::Required),
-            nested("worker_first_calls", D::Required, Nested::One("LatencyDistribution")),
-            field("total_compute_seconds", D::None),
-            field("materialized_samples", D::Zero),
-            field("aggregate_compute_throughput_samples_per_second", D::None),
-            field("warm_call_count", D::Zero),
-            field("warm_mean_seconds", D::None),
-            field("max_worker_peak_rss_bytes", D::None),
-            field("max_worker_peak_rss_shard_key", D::None),
-            field("max_worker_peak_device_allocated_bytes", D::None),
-            field("max_worker_peak_device_shard_key", D::None),
-            nested("model", D::None, Nested::Optional("ModelFootprint")),
-            nested("embedding", D::None, Nested::Optional("EmbeddingFootprint")),
-            field("shard_persisted_bytes", D::None),
-            field("shard_keys", D::EmptyList),
-            field("context", D::EmptyDict),
-            field("warnings", D::EmptyList),
-            field("scope", D::Text("distributed_shards")),
-        ],
-        checked: false,
-    },
-    Class {
-        name: "ResourceProfilingConfig",
-        frozen: false,
-        doc: "Opt-in measurement of extraction cost and representation footprint (vertebrae.config).",
-        fields: &[
-            field("enabled", D::False),
-            field("host_memory", D::True),
-            field("device_memory", D::True),
-            field("persisted_storage", D::True),
-            field("host_sample_interval_seconds", D::Real(0.01)),
-            field("quality_tolerance", D::Real(0.01)),
-        ],
-        checked: true,
-    },
-];
-
-fn class_schema(name: &str) -> Option<&'static Class> {
-    CLASSES.iter().find(|class| class.name == name)
-}
+use crate::dataclass::{Declared, declare_field, make_dataclass};
 
 /// Makes every schema class with `dataclasses.make_dataclass` and adds it
 /// to `module`, named as in `tally.profiling`.
 pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
-    let dataclasses = py.import("dataclasses")?;
     let partialmethod = py.import("functools")?.getattr("partialmethod")?;
     let check = module.getattr("_check_dataclass")?;
-    for class in CLASSES {
+    for class in DATACLASSES {
         let fields = PyList::empty(py);
         for field in class.fields {
-            let spec = PyDict::new(py);
-            let factory = |name: &str| -> PyResult<Bound<'_, PyAny>> { py.import("builtins")?.getattr(name) };
-            match field.default {
-                D::Required => {}
-                D::None => spec.set_item("default", py.None())?,
-                D::False => spec.set_item("default", false)?,
-                D::True => spec.set_item("default", true)?,
-                D::Zero => spec.set_item("default", 0)?,
-                D::Real(value) => spec.set_item("default", value)?,
-                D::Text(text) => spec.set_item("default", text)?,
-                D::EmptyTuple => spec.set_item("default", PyTuple::empty(py))?,
-                D::EmptyList => spec.set_item("default_factory", factory("list")?)?,
-                D::EmptyDict => spec.set_item("default_factory", factory("dict")?)?,
-            }
-            let made = dataclasses.getattr("field")?.call((), Some(&spec))?;
-            fields.append(PyTuple::new(
-                py,
-                [PyString::new(py, field.name).into_any(), py.import("typing")?.getattr("Any")?, made],
-            )?)?;
+            let default = match field.default {
+                D::Required => Declared::Required,
+                D::None => Declared::Value(py.None().into_bound(py)),
+                D::False => Declared::Value(PyBool::new(py, false).to_owned().into_any()),
+                D::True => Declared::Value(PyBool::new(py, true).to_owned().into_any()),
+                D::Zero => Declared::Value(0_i64.into_pyobject(py)?.into_any()),
+                D::Real(value) => Declared::Value(PyFloat::new(py, value).into_any()),
+                D::Text(text) => Declared::Value(PyString::new(py, text).into_any()),
+                D::EmptyTuple => Declared::Value(PyTuple::empty(py).into_any()),
+                D::EmptyList => Declared::Factory("list"),
+                D::EmptyDict => Declared::Factory("dict"),
+            };
+            let any = py.import("typing")?.getattr("Any")?;
+            fields.append(declare_field(py, field.name, any, default)?)?;
         }
         let namespace = PyDict::new(py);
         namespace.set_item("__doc__", class.doc)?;
         namespace.set_item("__module__", "tally.profiling")?;
-        if class.checked {
+        if class.validated {
             namespace.set_item("__post_init__", partialmethod.call1((&check, class.name))?)?;
         }
-        let options = PyDict::new(py);
-        options.set_item("frozen", class.frozen)?;
-        options.set_item("namespace", namespace)?;
-        let made = dataclasses.getattr("make_dataclass")?.call((class.name, fields), Some(&options))?;
+        let made = make_dataclass(py, class.name, &fields, class.frozen, None, Some(&namespace))?;
         made.setattr("__module__", "tally.profiling")?;
         made.setattr("__qualname__", class.name)?;
         module.add(class.name, made)?;
