@@ -1,9 +1,12 @@
 //! Issue 3's properties of resolution and accounting over whole generated
 //! runs (`tally_conformance::runs`).
 
+mod support;
+
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use tally_conformance::runs::{arb_delivery, arb_run, deliver};
+use support::with_delivery;
+use tally_conformance::runs::{arb_run, deliver};
 use tally_core::{EntityRef, InferenceRecord};
 use tally_gpu_time::{
     GpuTime, RequestShareEstimate, RunAccounting, ShareError, account_gpu_time, account_gpu_time_on,
@@ -76,19 +79,11 @@ fn summarize(records: &[InferenceRecord]) -> Value {
     summary(&graph, &accounting)
 }
 
-fn run_with_delivery() -> impl Strategy<Value = (Vec<InferenceRecord>, (Vec<usize>, Vec<usize>))> {
-    arb_run().prop_flat_map(|spec| {
-        let records = spec.records();
-        let len = records.len();
-        (Just(records), arb_delivery(len))
-    })
-}
-
 proptest! {
     #![proptest_config(config())]
 
     #[test]
-    fn resolution_and_accounting_ignore_order_and_repetition((records, (order, repeats)) in run_with_delivery()) {
+    fn resolution_and_accounting_ignore_order_and_repetition((records, (order, repeats)) in with_delivery(arb_run())) {
         let expected = summarize(&records);
         let delivered = deliver(&records, &order, &repeats);
         prop_assert_eq!(summarize(&delivered), expected);
@@ -99,7 +94,7 @@ proptest! {
     /// they come), are accounted as the same run in any order (each
     /// device's intervals gathered and sorted first).
     #[test]
-    fn accounting_in_order_of_start_is_accounting_in_any_order((records, (order, repeats)) in run_with_delivery()) {
+    fn accounting_in_order_of_start_is_accounting_in_any_order((records, (order, repeats)) in with_delivery(arb_run())) {
         let mut in_order = records.clone();
         in_order.sort_by_key(|record| match record.as_event().map(|event| event.body()) {
             Some(tally_core::EventBody::ActivityRef(activity)) => activity.span.start_ns(),
@@ -113,7 +108,7 @@ proptest! {
     /// the order they are first met) is accounting on one, for runs in
     /// their own order and in order of start.
     #[test]
-    fn accounting_on_threads_is_accounting_on_one((records, (order, repeats)) in run_with_delivery(), threads in 2usize..5) {
+    fn accounting_on_threads_is_accounting_on_one((records, (order, repeats)) in with_delivery(arb_run()), threads in 2usize..5) {
         let delivered = deliver(&records, &order, &repeats);
         let mut in_order = records.clone();
         in_order.sort_by_key(|record| match record.as_event().map(|event| event.body()) {
@@ -317,7 +312,7 @@ proptest! {
     /// on everything they report, and on the first rule a stream breaks.
     #[test]
     fn streaming_and_borrowing_resolution_agree(
-        (records, (order, repeats)) in run_with_delivery(),
+        (records, (order, repeats)) in with_delivery(arb_run()),
         conflict in proptest::option::of((any::<usize>(), any::<bool>(), any::<prop::sample::Index>())),
     ) {
         let mut delivered = deliver(&records, &order, &repeats);

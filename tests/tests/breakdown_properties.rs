@@ -6,8 +6,11 @@
 
 use std::collections::BTreeMap;
 
+mod support;
+
 use proptest::prelude::*;
-use tally_conformance::runs::{arb_delivery, arb_labelled_run, deliver};
+use support::with_delivery;
+use tally_conformance::runs::{arb_labelled_run, deliver};
 use tally_core::{ActivityDomain, InferenceRecord};
 use tally_gpu_time::account_gpu_time;
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, Categories, CategoryTime, Overlaps, breakdown};
@@ -152,14 +155,6 @@ fn check(records: &[InferenceRecord]) -> Result<Breakdown, TestCaseError> {
     Ok(result)
 }
 
-fn labelled_run_with_delivery() -> impl Strategy<Value = (Vec<InferenceRecord>, (Vec<usize>, Vec<usize>))> {
-    arb_labelled_run().prop_flat_map(|spec| {
-        let records = spec.records();
-        let len = records.len();
-        (Just(records), arb_delivery(len))
-    })
-}
-
 proptest! {
     #![proptest_config(config())]
 
@@ -168,14 +163,14 @@ proptest! {
     /// communication's busy time, and each figure equals the plain interval
     /// computation.
     #[test]
-    fn figures_agree_with_plain_interval_arithmetic((records, _) in labelled_run_with_delivery()) {
+    fn figures_agree_with_plain_interval_arithmetic((records, _) in with_delivery(arb_labelled_run())) {
         check(&records)?;
     }
 
     /// The breakdown is the same for any order and repetition of the
     /// records, through either resolver.
     #[test]
-    fn order_and_repetition_do_not_matter((records, (order, repeats)) in labelled_run_with_delivery()) {
+    fn order_and_repetition_do_not_matter((records, (order, repeats)) in with_delivery(arb_labelled_run())) {
         let reference = check(&records)?;
         let delivered = deliver(&records, &order, &repeats);
         prop_assert_eq!(&check(&delivered)?, &reference);

@@ -47,8 +47,9 @@
 //!   `correlation_scope` match a runtime activity's (the earliest such call
 //!   when several match). The call's timestamp is put on the device's clock
 //!   domain by a direct clock alignment (the one of least uncertainty that
-//!   covers it; the uncertainty is reported) or used as is on the same
-//!   domain; without one the work counts as unlinked.
+//!   covers it, in either direction: [`tally_clock::NearestAligner`]; the
+//!   uncertainty is reported) or used as is on the same domain; without one
+//!   the work counts as unlinked.
 //!   Percentiles are nearest-rank.
 //!
 //! Per stream (activities with a `stream_id`) and, when asked, per
@@ -150,11 +151,10 @@
 
 // One module per job: `report`, the report's types (the object that is
 // printed); `host`, the runtime calls, read first, that work is linked to;
-// `align`, host timestamps put on a device's clock domain; `work`, the one
-// pass over the GPU activities, each read into its device clock's work and
-// linked to its launch (`breakdown`); `sweep`, each device clock's work
-// swept into its figures.
-mod align;
+// `work`, the one pass over the GPU activities, each read into its device
+// clock's work and linked to its launch (`breakdown`), host timestamps put
+// on a device's clock domain by `tally_clock::NearestAligner`; `sweep`,
+// each device clock's work swept into its figures.
 mod host;
 mod report;
 mod sweep;

@@ -2,11 +2,11 @@
 //! intervals and one labelled coverage sweep per device clock, stream and
 //! iteration.
 
+use tally_clock::NearestAligner;
 use tally_core::EntityRef;
 use tally_utils::fast_hash::FastHashMap;
 use tally_utils::interval::{LabelCoverage, LabelSweep, Periods, UnionSweep, sort_by_start};
 
-use super::align::Aligner;
 use super::host::HostCalls;
 use super::report::{
     Categories, CategoryTime, DeviceBreakdown, IdleBreakdown, IterationBreakdown, KernelRow, LaunchLatency,
@@ -118,7 +118,7 @@ fn busy_gaps(items: &[Item]) -> (Vec<Window>, Option<Window>) {
 pub(super) fn finish_device<'a>(
     work: DeviceWork<'a>,
     host: &HostCalls<'a>,
-    aligner: &Aligner<'a>,
+    aligner: &NearestAligner<'a>,
     iteration_refs: Option<&[&EntityRef]>,
 ) -> DeviceBreakdown {
     let DeviceWork {
@@ -158,8 +158,8 @@ pub(super) fn finish_device<'a>(
         .filter(|call| launching_scopes.contains(&call.scope))
         .filter_map(|call| {
             let domain = host.domains[call.domain as usize];
-            let (start, _) = aligner.to_device(call.start, domain, device_domain)?;
-            let (end, _) = aligner.to_device(call.end, domain, device_domain)?;
+            let (start, _) = aligner.translate(call.start, domain, device_domain)?;
+            let (end, _) = aligner.translate(call.end, domain, device_domain)?;
             Some((start, end))
         })
         .collect();

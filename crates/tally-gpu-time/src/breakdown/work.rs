@@ -2,13 +2,13 @@
 //! work (busy intervals, kernel rows, streams, iterations), classified once
 //! per spelling, and linked to its launch as it is read.
 
+use tally_clock::{DirectAlignment, NearestAligner};
 use tally_core::{ActivityDomain, EntityRef};
 use tally_resolve::ResolvedEvidence;
 use tally_utils::fast_hash::{FastHashMap, FastHashSet};
 use tally_utils::interval::UnionSweep;
 
 use super::BreakdownOptions;
-use super::align::Aligner;
 use super::host::HostCalls;
 use super::report::{Breakdown, CategoryTime, DeviceBreakdown, MemoryKinds};
 use super::sweep::finish_device;
@@ -95,7 +95,14 @@ pub(super) struct DeviceWork<'a> {
 /// coverage sweep per device clock.
 pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOptions) -> Breakdown {
     let mut host = HostCalls::read(graph);
-    let aligner = Aligner::new(graph.alignment_facts());
+    let aligner = NearestAligner::new(graph.alignment_facts().map(|fact| DirectAlignment {
+        from_clock_domain: fact.from_clock_domain,
+        to_clock_domain: fact.to_clock_domain,
+        offset_ns: fact.offset_ns,
+        uncertainty_ns: fact.uncertainty_ns,
+        valid_from_ns: fact.valid_from_ns,
+        valid_to_ns: fact.valid_to_ns,
+    }));
     let mut devices: Vec<DeviceWork<'_>> = Vec::new();
     let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
 
@@ -198,7 +205,7 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
             let scope = host.find_scope(activity.correlation_scope)?;
             let launch = host.launch(scope, correlation)?;
             let (at, uncertainty) =
-                aligner.to_device(launch.start, host.domains[launch.domain as usize], domain)?;
+                aligner.translate(launch.start, host.domains[launch.domain as usize], domain)?;
             Some((scope, at, uncertainty))
         });
         match linked {
