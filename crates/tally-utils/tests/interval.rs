@@ -27,6 +27,18 @@ fn stormlog_merge(items: &[(u64, u64)]) -> Vec<(u64, u64)> {
     merged
 }
 
+/// `items` in an order drawn from `seed` (Fisher-Yates with xorshift).
+fn shuffle<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
+    let mut state = seed | 1;
+    for index in (1..items.len()).rev() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        items.swap(index, (state % (index as u64 + 1)) as usize);
+    }
+    items
+}
+
 fn small_intervals() -> impl Strategy<Value = Vec<(u64, u64)>> {
     proptest::collection::vec(
         (0u64..300, prop_oneof![Just(0u64), 0u64..20, 0u64..120]).prop_map(|(s, l)| (s, s + l)),
@@ -72,15 +84,9 @@ proptest! {
     fn order_and_repetition_do_not_change_busy(items in intervals(), seed in any::<u64>()) {
         let mut sorted = items.clone();
         let expected = union_ns(&mut sorted);
-        let mut shuffled = items.clone();
-        shuffled.extend(items.iter().step_by(3));
-        let mut state = seed | 1;
-        for index in (1..shuffled.len()).rev() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            shuffled.swap(index, (state % (index as u64 + 1)) as usize);
-        }
+        let mut repeated = items.clone();
+        repeated.extend(items.iter().step_by(3));
+        let mut shuffled = shuffle(repeated, seed);
         prop_assert_eq!(union_ns(&mut shuffled), expected);
     }
 }
@@ -163,14 +169,7 @@ proptest! {
                 expected[usize::from(set)] += 1;
             }
         }
-        let mut shuffled = items.clone();
-        let mut state = seed | 1;
-        for index in (1..shuffled.len()).rev() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            shuffled.swap(index, (state % (index as u64 + 1)) as usize);
-        }
+        let shuffled = shuffle(items.clone(), seed);
         for order in [items.clone(), shuffled] {
             let coverage = LabelCoverage::of(order);
             for (set, &time) in expected.iter().enumerate() {
