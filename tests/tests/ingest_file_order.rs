@@ -14,20 +14,20 @@ use tally_ingest::{RunOptions, Unwatched, default_import_options, open_inputs, r
 
 /// The run's accounting in full, or the rejection's message.
 fn resolve(paths: &[PathBuf], threads: usize) -> Result<String, String> {
-    let import = |traces: &[&tally_trace::OpenedInput]| {
-        let mut options = default_import_options(traces, None)?;
+    let inputs = open_inputs(paths, None).map_err(|error| error.to_string())?;
+    let traces: Vec<&tally_trace::OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
+    let import = default_import_options(&traces, None).map(|mut options| {
         options.threads = threads;
-        Ok(options)
-    };
+        options
+    });
     let options = RunOptions {
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
-        import: &import,
+        import: Some(&import),
         keep_labels: false,
         threads,
         // The pipeline, with its decoding threads, even for small files.
         inline_small_inputs: false,
     };
-    let inputs = open_inputs(paths, None).map_err(|error| error.to_string())?;
     let run = resolve_inputs(inputs, &options, &mut Unwatched).map_err(|error| error.to_string())?;
     let report = AccountingReport::of(&run, &account_gpu_time(&run), true);
     Ok(format!("{report:?}"))

@@ -15,7 +15,7 @@ use tally_conformance::Kind;
 use tally_conformance::generate::{CaseSpec, arb_case};
 use tally_core::InferenceRecord;
 use tally_gpu_time::{AccountingReport, account_gpu_time};
-use tally_ingest::{RunError, RunOptions, Unwatched, default_import_options, open_inputs, resolve_inputs};
+use tally_ingest::{RunError, RunOptions, Unwatched, open_inputs, resolve_inputs};
 
 /// What a read gave: each record with its line, and the counts; or the
 /// first error's file, line, kind and reason.
@@ -37,10 +37,9 @@ fn read(bytes: &[u8], window_bytes: usize, chunk_bytes: usize, inline_small_inpu
 /// A run's accounting in full detail, or its rejection: the kind, the file
 /// and line it names, and the whole message.
 fn resolve(paths: &[PathBuf], inline_small_inputs: bool) -> Result<AccountingReport, (String, String)> {
-    let import = |traces: &[&tally_trace::OpenedInput]| default_import_options(traces, None);
     let options = RunOptions {
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
-        import: &import,
+        import: None,
         keep_labels: false,
         threads: 0,
         inline_small_inputs,

@@ -85,7 +85,7 @@ mod write;
 pub use decode::{CONTEXT_EVENT_TYPE, DecodeStats, RecordDecoder};
 pub use error::{ArtifactError, ErrorKind};
 pub use line_reader::ArtifactReader;
-pub use open::{Sniffed, decompressed, open_artifact};
+pub use open::{Compression, Sniffed, decompressed, decompressed_as, open_artifact};
 pub use read::{
     DEFAULT_MAX_RECORD_BYTES, LineSink, ReadOptions, ReadStats, RecordBatch, read_artifact,
     read_artifact_from, read_batches, read_events, read_mapped,

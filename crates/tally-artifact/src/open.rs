@@ -1,13 +1,17 @@
 //! Opening an artifact's bytes: a file, or standard input for `-`, read
-//! decompressed when it is gzip (told by its magic bytes, not its name).
+//! decompressed when it is gzip (told by its magic bytes, not its name:
+//! tally-utils' one detector, asked here or already asked by whoever opened
+//! the input).
 
 use std::fs::File;
 use std::io::{self, BufReader, Chain, Cursor, Read};
 use std::path::Path;
 
+pub use tally_utils::sniff::Compression;
+use tally_utils::sniff::{GZIP_MAGIC, read_head};
+
 use crate::error::ArtifactError;
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const BUFFER: usize = 1 << 20;
 
 /// The name errors use for a path (`-` for standard input).
@@ -48,26 +52,26 @@ impl<R: Read> Read for Sniffed<R> {
 /// file name; every member of a multi-member file) reads decompressed, and
 /// anything else reads as is.
 pub fn decompressed<R: Read>(mut reader: R) -> io::Result<Sniffed<R>> {
-    let mut head = [0u8; 2];
-    let mut filled = 0;
-    // A pipe may deliver one byte at a time.
-    while filled < head.len() {
-        match reader.read(&mut head[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    let stream = Cursor::new(head[..filled].to_vec()).chain(reader);
-    let inner = if filled == head.len() && head == GZIP_MAGIC {
-        SniffedInner::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(BufReader::with_capacity(
-            BUFFER, stream,
-        ))))
-    } else {
-        SniffedInner::Plain(stream)
+    let head = read_head(&mut reader, GZIP_MAGIC.len())?;
+    let compression = Compression::of_head(&head);
+    Ok(rejoined(Cursor::new(head).chain(reader), compression))
+}
+
+/// Wraps a byte stream whose compression is already known (an input opened
+/// and sniffed once, as `tally_trace::open_input` does): [`decompressed`]
+/// without reading anything.
+pub fn decompressed_as<R: Read>(reader: R, compression: Compression) -> Sniffed<R> {
+    rejoined(Cursor::new(Vec::new()).chain(reader), compression)
+}
+
+fn rejoined<R: Read>(stream: Rejoined<R>, compression: Compression) -> Sniffed<R> {
+    let inner = match compression {
+        Compression::Gzip => SniffedInner::Gzip(Box::new(flate2::bufread::MultiGzDecoder::new(
+            BufReader::with_capacity(BUFFER, stream),
+        ))),
+        Compression::Plain => SniffedInner::Plain(stream),
     };
-    Ok(Sniffed { inner })
+    Sniffed { inner }
 }
 
 pub(crate) fn open_raw(path: &Path) -> Result<Box<dyn Read + Send>, ArtifactError> {

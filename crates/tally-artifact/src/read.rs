@@ -5,7 +5,9 @@
 //! the decoding threads, whose batches come back in file order; a small
 //! input is read on the calling thread alone. The record limit lives here.
 
+use std::convert::Infallible;
 use std::io::{self, Read};
+use std::ops::ControlFlow;
 use std::path::Path;
 use std::sync::mpsc;
 
@@ -17,7 +19,7 @@ use crate::decode::{
 };
 use crate::error::{ArtifactError, ErrorKind};
 use crate::lines::Lines;
-use crate::open::{decompressed, open_raw, source_name};
+use crate::open::{Sniffed, decompressed, open_raw, source_name};
 use crate::registry::{Interner, Registry};
 use crate::windows::{LineTooLong, Window, WindowSource};
 
@@ -185,14 +187,20 @@ where
     M: Fn(RecordBatch) -> T + Sync,
     S: FnMut(T) -> Result<(), ArtifactError>,
 {
-    read_lines(
-        reader,
+    let stream = decompressed(reader).map_err(|error| ArtifactError::io(source_name, &error))?;
+    let mut sink = sink;
+    let flow = read_lines(
+        stream,
         source_name,
         options,
         false,
         &|| Collect { batch: RecordBatch::default(), map: &map },
-        sink,
-    )
+        |output| sink(output).map(|()| ControlFlow::<Infallible>::Continue(())),
+    )?;
+    match flow {
+        ControlFlow::Continue(stats) => Ok(stats),
+        ControlFlow::Break(never) => match never {},
+    }
 }
 
 /// Receives one chunk of an artifact's lines, in order, on a decoding
@@ -286,33 +294,39 @@ impl<T: Send, M: Fn(RecordBatch) -> T> ChunkSink for Collect<'_, M> {
 /// an event makes. Lines the view path cannot decide are decoded as
 /// [`read_mapped`] decodes them and arrive as records; the results, the
 /// errors and their lines are the same either way.
-pub fn read_events<R, L, S>(
-    reader: R,
+///
+/// The input comes with its compression decided ([`decompressed`], or
+/// [`crate::decompressed_as`] for an input its opener already sniffed), so
+/// it is not sniffed again. `sink` may stop the read: its
+/// [`ControlFlow::Break`] ends it at once (no later chunk reaches `sink`)
+/// and is returned; else the read's counts are.
+pub fn read_events<R, L, S, B>(
+    input: Sniffed<R>,
     source_name: &str,
     options: &ReadOptions,
     start: impl Fn() -> L + Sync,
-    sink: S,
-) -> Result<ReadStats, ArtifactError>
+    mut sink: S,
+) -> Result<ControlFlow<B, ReadStats>, ArtifactError>
 where
     R: Read + Send,
     L: LineSink,
-    S: FnMut(L::Output) -> Result<(), ArtifactError>,
+    S: FnMut(L::Output) -> ControlFlow<B>,
 {
-    read_lines(reader, source_name, options, options.fast_path, &start, sink)
+    read_lines(input, source_name, options, options.fast_path, &start, |output| Ok(sink(output)))
 }
 
-fn read_lines<R, L, S>(
-    reader: R,
+fn read_lines<R, L, S, B>(
+    stream: Sniffed<R>,
     source_name: &str,
     options: &ReadOptions,
     views: bool,
     start: &(impl Fn() -> L + Sync),
     mut sink: S,
-) -> Result<ReadStats, ArtifactError>
+) -> Result<ControlFlow<B, ReadStats>, ArtifactError>
 where
     R: Read + Send,
     L: ChunkSink,
-    S: FnMut(L::Output) -> Result<(), ArtifactError>,
+    S: FnMut(L::Output) -> Result<ControlFlow<B>, ArtifactError>,
 {
     let window_bytes = options.window_bytes.max(1);
     let max_record = options.max_record_bytes.max(1);
@@ -323,7 +337,6 @@ where
         interner: Interner::default(),
         paths: Paths { fast: options.fast_path, views, max_record },
     };
-    let stream = decompressed(reader).map_err(|error| ArtifactError::io(source_name, &error))?;
     let mut source = WindowSource::new(stream, window_bytes, max_record);
     let first = source.start();
     let small = options.inline_small_inputs && first.is_some();
@@ -345,8 +358,10 @@ where
         let mut decoder = decoder;
         loop {
             let planned = planner.plan(message, 0)?;
-            if stats.add(decoder.decode(planned, start, drop)?, &mut sink)? {
-                return Ok(stats);
+            match stats.add(decoder.decode(planned, start, drop)?, &mut sink)? {
+                ControlFlow::Break(stop) => return Ok(ControlFlow::Break(stop)),
+                ControlFlow::Continue(true) => return Ok(ControlFlow::Continue(stats)),
+                ControlFlow::Continue(false) => {}
             }
             message = source.next_window(None);
         }
@@ -412,11 +427,14 @@ where
         for turn in (0..threads).cycle() {
             // A decoder that hung up early panicked; the scope reraises it.
             let Ok(decoded) = from_decoders[turn].recv() else { break };
-            if stats.add(decoded?, &mut sink)? {
-                break;
+            match stats.add(decoded?, &mut sink)? {
+                // Returning drops the channels, which stops the threads.
+                ControlFlow::Break(stop) => return Ok(ControlFlow::Break(stop)),
+                ControlFlow::Continue(true) => break,
+                ControlFlow::Continue(false) => {}
             }
         }
-        Ok(stats)
+        Ok(ControlFlow::Continue(stats))
     })
 }
 
@@ -429,13 +447,13 @@ fn decoding_threads(wanted: usize) -> usize {
 }
 
 impl ReadStats {
-    /// Counts a decoded window and hands its batches to `sink`, in order;
-    /// whether it was the last.
-    fn add<T>(
+    /// Counts a decoded window and hands its batches to `sink`, in order,
+    /// until it stops the read; whether the window was the last.
+    fn add<T, B>(
         &mut self,
         window: Decoded<T>,
-        sink: &mut impl FnMut(T) -> Result<(), ArtifactError>,
-    ) -> Result<bool, ArtifactError> {
+        sink: &mut impl FnMut(T) -> Result<ControlFlow<B>, ArtifactError>,
+    ) -> Result<ControlFlow<B, bool>, ArtifactError> {
         self.bytes += window.bytes;
         self.lines += window.lines;
         for (output, counts) in window.outputs {
@@ -444,9 +462,11 @@ impl ReadStats {
             self.definitions += counts.definitions;
             self.decoded.fast += counts.decoded.fast;
             self.decoded.exact += counts.decoded.exact;
-            sink(output)?;
+            if let ControlFlow::Break(stop) = sink(output)? {
+                return Ok(ControlFlow::Break(stop));
+            }
         }
-        Ok(window.last)
+        Ok(ControlFlow::Continue(window.last))
     }
 }
 

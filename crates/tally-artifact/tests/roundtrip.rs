@@ -293,10 +293,11 @@ impl tally_artifact::LineSink for Views {
 /// path; or its error.
 fn views_read(text: &[u8], options: &ReadOptions) -> Result<(Vec<(u64, String)>, usize), String> {
     let mut all = Views::default();
-    tally_artifact::read_events(text, "prop", options, Views::default, |chunk| {
+    let input = tally_artifact::decompressed(text).map_err(|error| error.to_string())?;
+    tally_artifact::read_events(input, "prop", options, Views::default, |chunk| {
         all.shown.extend(chunk.shown);
         all.read_as_views += chunk.read_as_views;
-        Ok(())
+        std::ops::ControlFlow::<()>::Continue(())
     })
     .map_err(|error| error.to_string())?;
     Ok((all.shown, all.read_as_views))

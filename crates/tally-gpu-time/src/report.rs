@@ -33,6 +33,11 @@ pub struct GpuTimeRow {
 }
 
 impl GpuTimeRow {
+    /// The device clock the figures were measured on.
+    pub fn clock(&self) -> DeviceClock<'_> {
+        DeviceClock::new(&self.device_uuid, &self.clock_domain, self.clock_kind)
+    }
+
     fn of(clock: &DeviceClock<'_>, time: &GpuTime) -> Self {
         Self {
             device_uuid: clock.device_uuid.to_owned(),

@@ -20,15 +20,16 @@
 
 use std::fmt;
 use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use tally_artifact::{ArtifactError, ErrorKind, LineSink, ReadOptions, read_events};
+use tally_artifact::{ArtifactError, LineSink, ReadOptions, decompressed_as, read_events};
 use tally_core::view::EventView;
 use tally_core::{InferenceRecord, NonEmptyString};
 use tally_resolve::{PreparedBatch, ResolveError, StreamedRun, StreamingResolver};
-use tally_trace::{ImportOptions, OpenedInput, RecordBatcher, SinkError, TraceRecord};
+use tally_trace::{ImportOptions, OpenedInput, RecordBatcher, SinkError, TraceError, TraceRecord};
 
 /// Why a run could not be read and resolved.
 #[derive(Debug)]
@@ -47,7 +48,7 @@ pub enum RunError {
         error: ResolveError,
     },
     /// An input could not be opened, or its traces not imported.
-    Input(String),
+    Input(InputError),
 }
 
 impl fmt::Display for RunError {
@@ -55,12 +56,41 @@ impl fmt::Display for RunError {
         match self {
             RunError::Artifact(error) => error.fmt(f),
             RunError::Resolve { source, line, error } => write!(f, "{source}: line {line}: {error}"),
-            RunError::Input(message) => f.write_str(message),
+            RunError::Input(error) => error.fmt(f),
         }
     }
 }
 
 impl std::error::Error for RunError {}
+
+impl From<InputError> for RunError {
+    fn from(error: InputError) -> Self {
+        RunError::Input(error)
+    }
+}
+
+/// Why an input could not be opened, or the traces among a run's inputs
+/// not imported: the one error of the way in, from the opening to the
+/// import, each cause kept as its layer made it.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    /// The input could not be opened, or what it is not decided
+    /// ([`tally_trace::open_input`]).
+    #[error(transparent)]
+    Open(TraceError),
+    /// The import options for the traces could not be made: the message of
+    /// whoever made them ([`RunOptions::import`], [`default_import_options`]),
+    /// in its own terms (a command names the flag at fault).
+    #[error("{0}")]
+    ImportOptions(String),
+    /// The traces could not be imported.
+    #[error(transparent)]
+    Import(TraceError),
+    /// The resolver rejected a record that none of the inputs holds (not
+    /// reached: every record it is given is numbered by its input).
+    #[error(transparent)]
+    Unplaced(ResolveError),
+}
 
 /// What a caller may watch of a long read (a progress bar); every method
 /// has a default that does nothing.
@@ -84,13 +114,18 @@ pub struct Unwatched;
 impl Watcher for Unwatched {}
 
 /// How the inputs of a run are read.
+#[derive(Debug)]
 pub struct RunOptions<'a> {
     /// The longest artifact line accepted
     /// ([`ReadOptions::max_record_bytes`]).
     pub max_record_bytes: usize,
-    /// The import options for the traces among the inputs (called once, only
-    /// when there are traces).
-    pub import: &'a dyn Fn(&[&OpenedInput]) -> Result<ImportOptions, String>,
+    /// The import options for the traces among the inputs, made by the
+    /// caller before the read from those traces (in input order), or why
+    /// they could not be made; `None` for [`default_import_options`]. Only
+    /// a run with traces uses them, and options that could not be made are
+    /// reported where the traces stand among the inputs, as an import's
+    /// rejection would be: after the artifacts before them are read.
+    pub import: Option<&'a Result<ImportOptions, String>>,
     /// Keep each activity's labels (name, CUDA correlation ID and scope:
     /// [`StreamingResolver::keeping_labels`]), as the overlap breakdown
     /// needs; accounting does not, and is faster without them.
@@ -102,17 +137,6 @@ pub struct RunOptions<'a> {
     /// ([`ReadOptions::inline_small_inputs`]; the results are the same, and
     /// it is faster: off only to test the pipeline).
     pub inline_small_inputs: bool,
-}
-
-impl fmt::Debug for RunOptions<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RunOptions")
-            .field("max_record_bytes", &self.max_record_bytes)
-            .field("keep_labels", &self.keep_labels)
-            .field("threads", &self.threads)
-            .field("inline_small_inputs", &self.inline_small_inputs)
-            .finish_non_exhaustive()
-    }
 }
 
 /// Import options with the defaults every importer uses: the run ID given,
@@ -146,11 +170,8 @@ fn host_name() -> Option<NonEmptyString> {
 pub fn open_inputs(
     paths: &[PathBuf],
     forced: Option<tally_trace::InputKind>,
-) -> Result<Vec<OpenedInput>, RunError> {
-    paths
-        .iter()
-        .map(|path| tally_trace::open_input(path, forced).map_err(|error| RunError::Input(error.to_string())))
-        .collect()
+) -> Result<Vec<OpenedInput>, InputError> {
+    paths.iter().map(|path| tally_trace::open_input(path, forced).map_err(InputError::Open)).collect()
 }
 
 /// The traces imported into one run, each record passed to `each` as soon
@@ -392,7 +413,7 @@ fn resolve_in<'scope>(
                 line: (record & ((1 << LINE_BITS) - 1)) as u64,
                 error,
             },
-            None => RunError::Input(error.to_string()),
+            None => RunError::Input(InputError::Unplaced(error)),
         }
     };
     enum Step {
@@ -419,7 +440,16 @@ fn resolve_in<'scope>(
                     traces.iter().map(|input| input.path().display().to_string()).collect();
                 names.push(shown.join(" + "));
                 let file = names.len() - 1;
-                let import = (options.import)(&traces.iter().collect::<Vec<_>>()).map_err(RunError::Input)?;
+                let defaults;
+                let import = match options.import {
+                    Some(Ok(import)) => import,
+                    Some(Err(message)) => return Err(InputError::ImportOptions(message.clone()).into()),
+                    None => {
+                        defaults = default_import_options(&traces.iter().collect::<Vec<_>>(), None)
+                            .map_err(InputError::ImportOptions)?;
+                        &defaults
+                    }
+                };
                 let mut rejected: Option<ResolveError> = None;
                 // Imported records are prepared on the threads that import
                 // them and resolved a batch at a time, as artifact windows
@@ -427,25 +457,28 @@ fn resolve_in<'scope>(
                 let batcher = TracePreparing { file, pool: &pool };
                 let outcome = tally_trace::import_in_batches(
                     std::mem::take(&mut traces),
-                    &import,
+                    import,
                     &batcher,
                     &mut |mut batch, before| {
                         // Numbered in its trace; `before` records came
                         // before the trace (positions' lines are the low
                         // bits, far from full).
                         batch.shift_records(before as usize);
-                        let pushed = resolver.get().push_prepared(&batch).map_err(|error| {
-                            rejected = Some(error);
-                            "resolution stopped".into()
-                        });
+                        let pushed = resolver.get().push_prepared(&batch);
                         pool.give(batch);
-                        pushed
+                        // The resolver's rejection itself stops the import
+                        // (which may end with another error of its threads
+                        // meanwhile): the rejection is the answer.
+                        pushed.map_err(|error| {
+                            rejected = Some(error.clone());
+                            Box::new(error) as SinkError
+                        })
                     },
                 );
                 if let Some(error) = rejected {
                     return Err(locate(&names, error));
                 }
-                outcome.map_err(|error| RunError::Input(error.to_string()))?;
+                outcome.map_err(InputError::Import)?;
                 continue;
             }
             Step::Artifact(input) => input,
@@ -453,9 +486,10 @@ fn resolve_in<'scope>(
         let name = input.path().display().to_string();
         names.push(name.clone());
         let file = names.len() - 1;
-        let mut rejected: Option<ResolveError> = None;
         let path = input.path().to_path_buf();
-        let reader = watcher.reading(&path, input.into_reader());
+        // Opening sniffed it: read as it told, not sniffed again.
+        let compression = input.compression();
+        let reader = decompressed_as(watcher.reading(&path, input.into_reader()), compression);
         let read_options = ReadOptions {
             window_bytes: WINDOW_BYTES,
             chunk_bytes: WINDOW_BYTES / 8,
@@ -472,19 +506,19 @@ fn resolve_in<'scope>(
         let outcome = read_events(reader, &name, &read_options, start, |prepared| {
             let pushed = resolver.get().push_prepared(&prepared);
             pool.give(prepared);
-            if let Err(error) = pushed {
-                rejected = Some(error);
+            match pushed {
+                Ok(()) => {
+                    watcher.window_done();
+                    ControlFlow::Continue(())
+                }
                 // Stop reading: the first rejection is the answer.
-                return Err(ArtifactError::whole(&name, ErrorKind::Io, "resolution stopped"));
+                Err(error) => ControlFlow::Break(error),
             }
-            watcher.window_done();
-            Ok(())
         });
         watcher.finished();
-        if let Some(error) = rejected {
+        if let ControlFlow::Break(error) = outcome.map_err(RunError::Artifact)? {
             return Err(locate(&names, error));
         }
-        outcome.map_err(RunError::Artifact)?;
     }
     resolver.into_made().finish().map_err(|error| locate(&names, error))
 }
@@ -493,10 +527,9 @@ fn resolve_in<'scope>(
 /// the default record limit: `tally account FILE...` with no flags.
 pub fn resolve_paths(paths: &[PathBuf]) -> Result<StreamedRun, RunError> {
     let inputs = open_inputs(paths, None)?;
-    let import = |traces: &[&OpenedInput]| default_import_options(traces, None);
     let options = RunOptions {
         max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
-        import: &import,
+        import: None,
         keep_labels: false,
         threads: 0,
         inline_small_inputs: true,

@@ -791,11 +791,9 @@ pub fn account_paths(
     let run = py
         .detach(|| {
             let inputs = tally_ingest::open_inputs(&paths, None)?;
-            let import =
-                |traces: &[&tally_trace::OpenedInput]| tally_ingest::default_import_options(traces, None);
             let options = tally_ingest::RunOptions {
                 max_record_bytes: crate::paths::MAX_RECORD_BYTES,
-                import: &import,
+                import: None,
                 keep_labels: false,
                 threads: 0,
                 inline_small_inputs: true,

@@ -26,11 +26,11 @@ use std::io::{self, Cursor, Read};
 use std::path::{Path, PathBuf};
 
 use flate2::read::MultiGzDecoder;
+use tally_utils::sniff::{Compression, read_head};
 
 use crate::error::{TraceError, TraceErrorKind};
 use crate::json_stream::{JsonStream, Parsed, StreamError};
 
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
 const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
 /// How far into a document's (decompressed) text the content rule looks.
 pub const SNIFF_LIMIT: u64 = 16 << 20;
@@ -77,18 +77,24 @@ pub enum InputFormat {
     Trace(TraceFormat),
 }
 
-/// An input opened once, with its format decided: [`OpenedInput::into_reader`]
-/// yields the input from its first byte, the bytes detection read
-/// included.
+/// An input opened once, with what detection learned of it (its format and
+/// its compression), so no reader sniffs it again:
+/// [`OpenedInput::into_reader`] yields the input from its first byte, the
+/// bytes detection read included.
 pub struct OpenedInput {
     path: PathBuf,
     format: InputFormat,
+    compression: Compression,
     reader: Box<dyn Read + Send>,
 }
 
 impl std::fmt::Debug for OpenedInput {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenedInput").field("path", &self.path).field("format", &self.format).finish()
+        f.debug_struct("OpenedInput")
+            .field("path", &self.path)
+            .field("format", &self.format)
+            .field("compression", &self.compression)
+            .finish()
     }
 }
 
@@ -103,6 +109,12 @@ impl OpenedInput {
         self.format
     }
 
+    /// How its bytes are stored, as its first bytes told: an artifact
+    /// reader decompresses by this instead of sniffing again.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
     /// Whether it is a trace.
     pub fn is_trace(&self) -> bool {
         matches!(self.format, InputFormat::Trace(_))
@@ -115,7 +127,12 @@ impl OpenedInput {
 
     /// The same input read through `wrap`.
     pub(crate) fn map_reader(self, wrap: impl FnOnce(Box<dyn Read + Send>) -> Box<dyn Read + Send>) -> Self {
-        Self { path: self.path, format: self.format, reader: wrap(self.reader) }
+        Self {
+            path: self.path,
+            format: self.format,
+            compression: self.compression,
+            reader: wrap(self.reader),
+        }
     }
 }
 
@@ -137,8 +154,9 @@ pub fn open_reader(
     forced: Option<InputKind>,
 ) -> Result<OpenedInput, TraceError> {
     let io = |error| TraceError::new(path, TraceErrorKind::Io(error));
-    let magic = read_magic(&mut source).map_err(io)?;
-    let gzip = magic.starts_with(&GZIP_MAGIC);
+    let magic = read_head(&mut source, SQLITE_MAGIC.len()).map_err(io)?;
+    let compression = Compression::of_head(&magic);
+    let gzip = compression.is_gzip();
     let sqlite = magic.starts_with(SQLITE_MAGIC);
     let replay = |source: Box<dyn Read + Send>, prefix: Vec<u8>| -> Box<dyn Read + Send> {
         Box::new(Cursor::new(prefix).chain(source))
@@ -164,7 +182,12 @@ pub fn open_reader(
             } else {
                 InputFormat::Artifact
             };
-            return Ok(OpenedInput { path: path.to_path_buf(), format, reader: replay(inner, recorded) });
+            return Ok(OpenedInput {
+                path: path.to_path_buf(),
+                format,
+                compression,
+                reader: replay(inner, recorded),
+            });
         }
     };
     let format = match kind {
@@ -187,7 +210,7 @@ pub fn open_reader(
         // damaged trace gets the JSON reader's error.
         InputKind::Trace => InputFormat::Trace(TraceFormat::KinetoJson { gzip }),
     };
-    Ok(OpenedInput { path: path.to_path_buf(), format, reader: replay(source, magic) })
+    Ok(OpenedInput { path: path.to_path_buf(), format, compression, reader: replay(source, magic) })
 }
 
 /// Step 2 of the rule: the name, where it is unambiguous.
@@ -200,22 +223,6 @@ fn kind_by_name(path: &Path) -> Option<InputKind> {
     } else {
         None
     }
-}
-
-/// Up to 16 bytes from the start, however the source hands them out.
-fn read_magic(source: &mut dyn Read) -> io::Result<Vec<u8>> {
-    let mut magic = vec![0u8; 16];
-    let mut filled = 0;
-    while filled < magic.len() {
-        match source.read(&mut magic[filled..]) {
-            Ok(0) => break,
-            Ok(count) => filled += count,
-            Err(error) if error.kind() == io::ErrorKind::Interrupted => {}
-            Err(error) => return Err(error),
-        }
-    }
-    magic.truncate(filled);
-    Ok(magic)
 }
 
 /// A reader that keeps a copy of everything read through it.

@@ -2,16 +2,16 @@
 //! artifact, or every rank's) and account its GPU time per device clock and
 //! per iteration, as stormlog's `account_gpu_time` does.
 
-mod json;
 pub(crate) mod table;
 
-use std::io::{BufWriter, Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tally_gpu_time::account_gpu_time;
+use tally_gpu_time::{AccountingReport, account_gpu_time};
 use tally_ingest::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_resolve::StreamedRun;
+use tally_trace::OpenedInput;
 
 use super::progress::Progress;
 
@@ -59,15 +59,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     let accounting = account_gpu_time(&run);
-    let stdout = std::io::stdout();
-    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-    match args.format {
-        Layout::Json => json::write(&mut out, &run, &accounting, args.detail)?,
-        Layout::Table => table::write(&mut out, &run, &accounting)?,
-    }
-    out.flush()?;
+    // One report for either layout: the table shows the device detail that
+    // JSON shows with `--detail` only.
+    let json = args.format == Layout::Json;
+    let report = AccountingReport::of(&run, &accounting, args.detail || !json);
+    super::output::write_report(&report, json, |out| table::write(out, &report))?;
     // The process ends next, and the OS takes the memory back at once;
     // freeing it piece by piece would only cost time.
+    std::mem::forget(report);
     std::mem::forget(accounting);
     std::mem::forget(run);
     Ok(ExitCode::SUCCESS)
@@ -92,24 +91,31 @@ pub(crate) fn resolve_files(
     limits: &super::output::LimitArgs,
     purpose: Purpose,
 ) -> Result<StreamedRun, String> {
-    let inputs = super::input::open_inputs(files, trace.input_format)?;
-    if purpose == Purpose::Accounting && !inputs.iter().any(tally_trace::OpenedInput::is_trace) {
+    resolve(files, trace, limits, purpose).map_err(|error| super::output::run_message(&error))
+}
+
+fn resolve(
+    files: &[PathBuf],
+    trace: &super::input::TraceArgs,
+    limits: &super::output::LimitArgs,
+    purpose: Purpose,
+) -> Result<StreamedRun, RunError> {
+    let inputs = tally_ingest::open_inputs(files, trace.input_format)?;
+    let traces: Vec<&OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
+    if purpose == Purpose::Accounting && traces.is_empty() {
         super::memory::keep_freed_briefly();
     }
-    let keep_labels = purpose == Purpose::Breakdown;
-    let import =
-        |traces: &[&tally_trace::OpenedInput]| trace.options(traces).map_err(|error| format!("{error:#}"));
+    // Made only for a run with traces: the trace flags concern nothing
+    // else, and are not judged without one.
+    let import = (!traces.is_empty()).then(|| trace.options(&traces).map_err(|error| format!("{error:#}")));
     let options = RunOptions {
         max_record_bytes: limits.max_record_bytes,
-        import: &import,
-        keep_labels,
+        import: import.as_ref(),
+        keep_labels: purpose == Purpose::Breakdown,
         threads: trace.threads,
         inline_small_inputs: true,
     };
-    resolve_inputs(inputs, &options, &mut ProgressWatcher::default()).map_err(|error| match error {
-        RunError::Artifact(error) => super::output::artifact_message(&error),
-        other => super::output::trace_message(other.to_string()),
-    })
+    resolve_inputs(inputs, &options, &mut ProgressWatcher::default())
 }
 
 /// A progress bar per artifact read.

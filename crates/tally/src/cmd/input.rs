@@ -1,8 +1,10 @@
-//! What an input is and how it is opened: every command that takes an
-//! artifact or a trace opens each input once through
-//! `tally_trace::open_input`, whose one rule (name where unambiguous, then
-//! content; `--input-format` to force) decides, and then reads the same
-//! stream, so pipes and `/dev/stdin` work.
+//! What an input is and how its traces are imported, as the flags say:
+//! every command that takes an artifact or a trace opens each input once
+//! through `tally_trace::open_input` (for a run, `tally_ingest::open_inputs`),
+//! whose one rule (name where unambiguous, then content; `--input-format` to
+//! force) decides, and then reads the same stream, so pipes and
+//! `/dev/stdin` work; the import options are made here, from the opened
+//! traces, before anything is read.
 
 use std::path::PathBuf;
 
@@ -11,11 +13,6 @@ use regex::Regex;
 use tally_trace::{
     Detail, DeviceUuidAssignment, DeviceUuidError, DeviceUuids, ImportOptions, InputKind, OpenedInput,
 };
-
-/// Opens each of `files` once and decides what it is (see the module docs).
-pub fn open_inputs(files: &[PathBuf], forced: Option<InputKind>) -> Result<Vec<OpenedInput>, String> {
-    tally_ingest::open_inputs(files, forced).map_err(|error| error.to_string())
-}
 
 fn parse_input_kind(text: &str) -> Result<InputKind, String> {
     InputKind::parse(text).map_err(|error| error.to_string())

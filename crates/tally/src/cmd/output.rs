@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use tally_artifact::{ArtifactError, AtomicFile, DEFAULT_MAX_RECORD_BYTES, ErrorKind};
+use tally_ingest::{InputError, RunError};
 use tally_utils::document::{DEFAULT_MAX_DOCUMENT_BYTES, DocumentError, read_document};
 
 /// serde_json's pretty layout (two spaces a level), with each line's
@@ -224,6 +225,17 @@ pub fn trace_message(message: String) -> String {
         format!("{message} (raise it with --max-event-bytes)")
     } else {
         message
+    }
+}
+
+/// A run's rejection as a command prints it: an artifact's or a trace's,
+/// with the flag that raises a limit it hit; an input that cannot be
+/// opened as its opener words it.
+pub fn run_message(error: &RunError) -> String {
+    match error {
+        RunError::Artifact(error) => artifact_message(error),
+        RunError::Input(InputError::Open(error)) => error.to_string(),
+        other => trace_message(other.to_string()),
     }
 }
 

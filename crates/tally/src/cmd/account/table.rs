@@ -1,21 +1,20 @@
 //! `tally account` for people: per device clock the three figures in
 //! readable units, the overlap factor and activity counts; a per-iteration
-//! summary; what evidence could not be used, with a hint.
+//! summary; what evidence could not be used, with a hint. All of it read
+//! from the [`AccountingReport`] that `--format json` prints.
 
 use std::io::{self, Write};
 
-use tally_gpu_time::{DeviceClock, RunAccounting};
-use tally_resolve::{ReferenceKind, ResolvedEvidence, UnresolvedReference};
+use tally_gpu_time::{AccountingReport, DeviceClock, DeviceDetailRow};
+use tally_resolve::ReferenceKind;
 
 use super::{ratio, readable_ns};
 
-pub(crate) fn write(
-    out: &mut impl Write,
-    graph: &impl ResolvedEvidence,
-    accounting: &RunAccounting<'_>,
-) -> io::Result<()> {
-    let counts = graph.counts();
-    writeln!(out, "run {}", accounting.run_id.unwrap_or("(no correlation events)"))?;
+/// Writes the tables of `report`, which must carry its device detail
+/// (`AccountingReport::of(.., true)`): the table shows it.
+pub(crate) fn write(out: &mut impl Write, report: &AccountingReport) -> io::Result<()> {
+    let counts = &report.counts;
+    writeln!(out, "run {}", report.run_id.as_deref().unwrap_or("(no correlation events)"))?;
     writeln!(
         out,
         "  {} requests, {} iterations, {} stages, {} memberships, {} activities, {} clock alignments",
@@ -27,10 +26,10 @@ pub(crate) fn write(
         counts.alignments
     )?;
     writeln!(out)?;
-    let names = ClockNames::new(accounting);
-    devices(out, accounting, &names)?;
-    iterations(out, accounting, &names)?;
-    evidence(out, graph, accounting)
+    let names = ClockNames::new(report);
+    devices(out, report, &names)?;
+    iterations(out, report, &names)?;
+    evidence(out, report)
 }
 
 /// Beyond this width a device clock's full name (imported traces make names
@@ -45,12 +44,12 @@ struct ClockNames<'a> {
 }
 
 impl<'a> ClockNames<'a> {
-    fn new(accounting: &RunAccounting<'a>) -> Self {
-        let full: Vec<(DeviceClock<'a>, String)> = accounting
+    fn new(report: &'a AccountingReport) -> Self {
+        let full: Vec<(DeviceClock<'a>, String)> = report
             .device_totals
             .iter()
             .map(|total| {
-                let clock = total.clock;
+                let clock = total.clock();
                 (clock, format!("{} {} ({})", clock.device_uuid, clock.clock_domain, clock.clock_kind))
             })
             .collect();
@@ -106,31 +105,30 @@ pub(crate) fn table(out: &mut impl Write, header: &[&str], rows: &[Vec<String>])
     Ok(())
 }
 
-fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>, names: &ClockNames<'_>) -> io::Result<()> {
-    if accounting.device_totals.is_empty() {
+fn devices(out: &mut impl Write, report: &AccountingReport, names: &ClockNames<'_>) -> io::Result<()> {
+    if report.device_totals.is_empty() {
         writeln!(out, "GPU time: no measured GPU activity")?;
         return writeln!(out);
     }
     writeln!(out, "GPU time per device clock (summed counts overlaps twice; busy is their union)")?;
-    let rows: Vec<Vec<String>> = accounting
+    // The report's detail has a row per device total, in the same order.
+    debug_assert!(report.device_detail.is_some(), "the table's report is made with its detail");
+    let details: &[DeviceDetailRow] = report.device_detail.as_deref().unwrap_or_default();
+    let rows: Vec<Vec<String>> = report
         .device_totals
         .iter()
-        .map(|total| {
-            let time = &total.time;
-            let detail = &total.detail;
+        .zip(details)
+        .map(|(total, detail)| {
             vec![
-                names.name(&total.clock),
-                readable_ns(time.summed_activity_ns),
-                readable_ns(u128::from(time.busy_ns)),
-                ratio(time.summed_activity_ns, time.busy_ns).map_or_else(|| "-".into(), |r| format!("{r}x")),
-                time.activity_count.to_string(),
+                names.name(&total.clock()),
+                readable_ns(total.summed_activity_ns),
+                readable_ns(u128::from(total.busy_ns)),
+                ratio(total.summed_activity_ns, total.busy_ns)
+                    .map_or_else(|| "-".into(), |r| format!("{r}x")),
+                total.activity_count.to_string(),
                 detail.peak_concurrency.to_string(),
-                format!(
-                    "{} in {} gaps",
-                    readable_ns(u128::from(detail.idle_gaps.total_ns)),
-                    detail.idle_gaps.count
-                ),
-                readable_ns(u128::from(detail.idle_gaps.longest_ns)),
+                format!("{} in {} gaps", readable_ns(u128::from(detail.idle_ns)), detail.idle_gap_count),
+                readable_ns(u128::from(detail.longest_idle_gap_ns)),
             ]
         })
         .collect();
@@ -149,17 +147,18 @@ fn devices(out: &mut impl Write, accounting: &RunAccounting<'_>, names: &ClockNa
         &rows,
     )?;
     names.legend(out)?;
-    let streams: Vec<Vec<String>> = accounting
+    let streams: Vec<Vec<String>> = report
         .device_totals
         .iter()
-        .flat_map(|total| {
-            total.detail.streams.iter().map(move |stream| {
+        .zip(details)
+        .flat_map(|(total, detail)| {
+            detail.streams.iter().map(move |stream| {
                 vec![
-                    names.name(&total.clock),
+                    names.name(&total.clock()),
                     stream.stream_id.to_string(),
-                    readable_ns(stream.time.summed_activity_ns),
-                    readable_ns(u128::from(stream.time.busy_ns)),
-                    stream.time.activity_count.to_string(),
+                    readable_ns(stream.summed_activity_ns),
+                    readable_ns(u128::from(stream.busy_ns)),
+                    stream.activity_count.to_string(),
                 ]
             })
         })
@@ -183,14 +182,10 @@ fn percentiles(sorted: &[u64]) -> Vec<String> {
         .collect()
 }
 
-fn iterations(
-    out: &mut impl Write,
-    accounting: &RunAccounting<'_>,
-    names: &ClockNames<'_>,
-) -> io::Result<()> {
-    let total = accounting.iterations.len();
-    let mut elapsed: Vec<u64> = accounting.iterations.iter().filter_map(|timing| timing.elapsed_ns).collect();
-    let with_gpu = accounting.iterations.iter().filter(|timing| !timing.gpu.is_empty()).count();
+fn iterations(out: &mut impl Write, report: &AccountingReport, names: &ClockNames<'_>) -> io::Result<()> {
+    let total = report.iterations.len();
+    let mut elapsed: Vec<u64> = report.iterations.iter().filter_map(|timing| timing.elapsed_ns).collect();
+    let with_gpu = report.iterations.iter().filter(|timing| !timing.gpu.is_empty()).count();
     writeln!(
         out,
         "Iterations: {total} ({} with elapsed time on a monotonic clock, {with_gpu} with measured GPU time)",
@@ -203,18 +198,19 @@ fn iterations(
         row.extend(percentiles(&elapsed));
         rows.push(row);
     }
-    for device in &accounting.device_totals {
-        let mut busy: Vec<u64> = accounting
+    for device in &report.device_totals {
+        let clock = device.clock();
+        let mut busy: Vec<u64> = report
             .iterations
             .iter()
-            .filter_map(|timing| timing.on(&device.clock))
+            .filter_map(|timing| timing.gpu.iter().find(|time| time.clock() == clock))
             .map(|t| t.busy_ns)
             .collect();
         if busy.is_empty() {
             continue;
         }
         busy.sort_unstable();
-        let mut row = vec![format!("busy on {}", names.name(&device.clock)), busy.len().to_string()];
+        let mut row = vec![format!("busy on {}", names.name(&clock)), busy.len().to_string()];
         row.extend(percentiles(&busy));
         rows.push(row);
     }
@@ -224,14 +220,10 @@ fn iterations(
     writeln!(out)
 }
 
-fn evidence(
-    out: &mut impl Write,
-    graph: &impl ResolvedEvidence,
-    accounting: &RunAccounting<'_>,
-) -> io::Result<()> {
-    let unattributed = accounting.unattributed_activity_refs.len();
-    let unmeasured = accounting.unmeasured_gpu_activity_refs.len();
-    let unresolved: Vec<UnresolvedReference<'_>> = graph.unresolved_references().collect();
+fn evidence(out: &mut impl Write, report: &AccountingReport) -> io::Result<()> {
+    let unattributed = report.unattributed_activity_refs.len();
+    let unmeasured = report.unmeasured_gpu_activity_refs.len();
+    let unresolved = &report.unresolved;
     writeln!(out, "Evidence not counted in full")?;
     writeln!(out, "  unattributed activities:   {unattributed}")?;
     if unattributed > 0 {
