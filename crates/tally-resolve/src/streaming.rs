@@ -12,7 +12,6 @@
 //! 2^-64 per such comparison). Requests, attempts, iterations, stages,
 //! memberships and alignments are keyed exactly.
 
-mod chunked;
 mod intern;
 mod run;
 mod table;
@@ -22,15 +21,16 @@ use std::sync::{Arc, OnceLock};
 
 use tally_core::view::RefView;
 use tally_core::{ActivityDomain, ClockKind, CorrelationContext, EntityRef, Interval};
+use tally_utils::chunked::Chunked;
 use tally_utils::fast_hash::FastHashMap;
+use tally_utils::intern::Interner;
 
 use crate::event_ids::EventIds;
 #[cfg(doc)]
 use crate::evidence::ActivityFacts;
 use crate::prepare::{Busy, PreparedActivity, PreparedBatch, PreparedBody, PreparedEvent};
 use crate::{AsCorrelationEvent, ReferenceKind, ResolveError, TableCounts};
-use chunked::Chunked;
-use intern::{Classes, Names, Refs, intern};
+use intern::{Classes, Names, Refs};
 use run::Memberships;
 pub use run::StreamedRun;
 use table::KeyIndex;
@@ -236,7 +236,7 @@ pub struct StreamingResolver {
     attempt_refs: Refs,
     iteration_refs: Refs,
     stage_refs: Refs,
-    roles: FastHashMap<String, u32>,
+    roles: Interner,
     /// Activity kinds and names and clock domains.
     names: Names,
     classes: Classes,
@@ -365,7 +365,7 @@ impl StreamingResolver {
         }
         let seen = match self.seen.find_or_add(event.key) {
             Ok(row) => {
-                let (known, earlier) = *self.delivered.get(row as usize);
+                let (known, earlier) = self.delivered[row as usize];
                 if known != fingerprint {
                     return Err(ResolveError::ConflictingEventIdentity { record, earlier });
                 }
@@ -532,7 +532,7 @@ impl StreamingResolver {
                 let request = self.request_refs.slot(batch.get_ref(*request));
                 let attempt = attempt.map_or(NONE, |a| self.attempt_refs.slot(batch.get_ref(a)));
                 let iteration = self.iteration_slot(batch.get_ref(*iteration));
-                let role = intern(&mut self.roles, batch.get(*role));
+                let role = self.roles.intern(batch.get(*role));
                 let next = self.membership_rows.len() as u32;
                 match self.memberships.entry((request, attempt, iteration, role)) {
                     Entry::Occupied(slot) => {
@@ -562,7 +562,7 @@ impl StreamingResolver {
             }
             PreparedBody::Activity(activity) => match self.activities.find_or_add(activity.key) {
                 Ok(row) => keep_smallest(
-                    &mut self.activity_rows.get_mut(row as usize).held,
+                    &mut self.activity_rows[row as usize].held,
                     new,
                     event_id,
                     &mut self.event_ids,
@@ -764,7 +764,7 @@ impl StreamingResolver {
             intervals: self.intervals,
             kept_refs: self.kept_refs,
             missing,
-            names: self.names.names,
+            names: self.names.into_names(),
             classes: self.classes.classes,
             activity_labels: self.keep_labels.then_some(self.activity_labels),
             scopes: self.scopes.refs,
@@ -796,8 +796,8 @@ fn keep_smallest(
     event_ids: &mut EventIds,
     delivered: &Chunked<(u64, usize)>,
 ) -> Result<(), ResolveError> {
-    let (kept, earlier) = *delivered.get(held.seen as usize);
-    let (fingerprint, record) = *delivered.get(new.seen as usize);
+    let (kept, earlier) = delivered[held.seen as usize];
+    let (fingerprint, record) = delivered[new.seen as usize];
     if kept != fingerprint {
         return Err(ResolveError::ConflictingEntityIdentity { record, earlier });
     }

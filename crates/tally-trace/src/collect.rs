@@ -7,8 +7,8 @@
 
 use std::collections::BTreeMap;
 
-use std::ops::Index;
-use tally_utils::fast_hash::FastHashMap;
+use tally_utils::chunked::Chunked;
+use tally_utils::intern::Interner;
 
 use crate::record::ThreadId;
 
@@ -105,86 +105,12 @@ pub(crate) struct SpanRow {
     pub(crate) scope: SpanScope,
 }
 
-/// Rows kept in blocks of a fixed size: growing never copies the rows nor
-/// doubles the allocation, so the peak is the rows plus one block, not twice
-/// the rows as a vector's growth would make it.
-#[derive(Debug)]
-pub(crate) struct Rows<T> {
-    blocks: Vec<Vec<T>>,
-    len: usize,
-}
+/// Rows kept in blocks of 16384: growing never copies the rows nor doubles
+/// the allocation, so the peak is the rows plus one block, not twice the
+/// rows as a vector's growth would make it.
+pub(crate) type Rows<T> = Chunked<T, BLOCK>;
 
 const BLOCK: usize = 1 << 14;
-
-impl<T> Default for Rows<T> {
-    fn default() -> Self {
-        Self { blocks: Vec::new(), len: 0 }
-    }
-}
-
-impl<T> Rows<T> {
-    pub(crate) fn push(&mut self, row: T) {
-        match self.blocks.last_mut() {
-            Some(block) if block.len() < BLOCK => block.push(row),
-            _ => {
-                let mut block = Vec::with_capacity(BLOCK);
-                block.push(row);
-                self.blocks.push(block);
-            }
-        }
-        self.len += 1;
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    pub(crate) fn iter(&self) -> impl Iterator<Item = &T> {
-        self.blocks.iter().flatten()
-    }
-
-    /// The rows, by value; each block is freed as soon as it has been read.
-    pub(crate) fn into_rows(self) -> impl Iterator<Item = T> {
-        self.blocks.into_iter().flatten()
-    }
-}
-
-impl<T> Index<usize> for Rows<T> {
-    type Output = T;
-
-    fn index(&self, index: usize) -> &T {
-        &self.blocks[index / BLOCK][index % BLOCK]
-    }
-}
-
-/// Interned strings: each distinct string is stored once.
-#[derive(Debug, Default)]
-pub(crate) struct Interner {
-    ids: FastHashMap<Box<str>, u32>,
-    strings: Vec<Box<str>>,
-}
-
-impl Interner {
-    pub(crate) fn intern(&mut self, text: &str) -> u32 {
-        if let Some(&id) = self.ids.get(text) {
-            return id;
-        }
-        // Beyond 2^32 - 1 distinct names the last ID is reused; no real
-        // trace comes near, and the sentinel stays distinct.
-        let id = u32::try_from(self.strings.len()).unwrap_or(NONE_U32 - 1).min(NONE_U32 - 1);
-        self.strings.push(text.into());
-        self.ids.insert(text.into(), id);
-        id
-    }
-
-    pub(crate) fn get(&self, id: u32) -> Option<&str> {
-        self.strings.get(id as usize).map(|text| &**text)
-    }
-}
 
 /// Process and thread IDs as the trace writes them: numbers (almost always)
 /// or strings (`"Spans"`). A number below 2^63 is its own key; anything else
@@ -295,10 +221,9 @@ impl Collected {
     /// and messages are what one reading of both parts gives, names and
     /// thread keys interned in the same order.
     pub(crate) fn absorb(&mut self, later: Collected, events_before: u64) {
-        let names: Vec<u32> = later.names.strings.iter().map(|name| self.names.intern(name)).collect();
-        let strings: Vec<u32> = later.strings.strings.iter().map(|text| self.strings.intern(text)).collect();
-        let threads: Vec<u64> =
-            later.threads.texts.strings.iter().map(|text| self.threads.text(text)).collect();
+        let names: Vec<u32> = later.names.iter().map(|name| self.names.intern(name)).collect();
+        let strings: Vec<u32> = later.strings.iter().map(|text| self.strings.intern(text)).collect();
+        let threads: Vec<u64> = later.threads.texts.iter().map(|text| self.threads.text(text)).collect();
         let name = |id: u32| names.get(id as usize).copied().unwrap_or(id);
         let string = |id: u32| strings.get(id as usize).copied().unwrap_or(id);
         let thread = |key: u64| match ThreadKeys::as_number(key) {
@@ -307,7 +232,7 @@ impl Collected {
                 usize::try_from(key & !TEXT_KEY).ok().and_then(|id| threads.get(id)).copied().unwrap_or(key)
             }
         };
-        for row in later.gpu.into_rows() {
+        for row in later.gpu {
             self.gpu.push(GpuEvent {
                 name: name(row.name),
                 device_uuid: string(row.device_uuid),
@@ -315,7 +240,7 @@ impl Collected {
                 ..row
             });
         }
-        for row in later.runtime.into_rows() {
+        for row in later.runtime {
             self.runtime.push(RuntimeRow {
                 name: name(row.name),
                 pid: thread(row.pid),

@@ -15,13 +15,17 @@
 //! - [`json_text`]: where Python reads JSON text otherwise than serde_json
 //!   (integer negative zeros).
 //! - [`document`]: the size bound on a JSON document read whole.
+//! - [`intern`] and [`chunked`]: the string interner and the vector that
+//!   grows by whole chunks, of the streaming readers and resolvers.
 //! - [`sniff`]: an input's first bytes, and the one gzip detector.
 
 pub mod byte_search;
+pub mod chunked;
 pub mod content_hash;
 pub mod decimal;
 pub mod document;
 pub mod fast_hash;
+pub mod intern;
 pub mod interval;
 pub mod json_text;
 pub mod sniff;

@@ -7,15 +7,16 @@ use std::sync::Arc;
 use tally_core::EntityRef;
 use tally_core::view::RefView;
 
-use super::ActivityClass;
 use tally_utils::fast_hash::{FastHashMap, FastHasher};
+use tally_utils::intern::Interner;
+
+use super::ActivityClass;
 
 /// Distinct strings (activity kinds and names, clock domains), each stored
 /// once and named by its number.
 #[derive(Debug, Default)]
 pub(super) struct Names {
-    numbers: FastHashMap<Box<str>, u32>,
-    pub(super) names: Vec<Box<str>>,
+    names: Interner,
     /// The number last given: consecutive records of a trace repeat a
     /// kernel's name, and comparing ~200 bytes costs less than hashing them.
     last: Option<u32>,
@@ -24,21 +25,18 @@ pub(super) struct Names {
 impl Names {
     pub(super) fn number(&mut self, name: &str) -> u32 {
         if let Some(last) = self.last
-            && *self.names[last as usize] == *name
+            && self.names.get(last) == Some(name)
         {
             return last;
         }
-        let number = match self.numbers.get(name) {
-            Some(&number) => number,
-            None => {
-                let number = self.names.len() as u32;
-                self.names.push(name.into());
-                self.numbers.insert(name.into(), number);
-                number
-            }
-        };
+        let number = self.names.intern(name);
         self.last = Some(number);
         number
+    }
+
+    /// The names, indexed by their numbers.
+    pub(super) fn into_names(self) -> Vec<Box<str>> {
+        self.names.into_strings()
     }
 }
 
@@ -99,14 +97,4 @@ impl Refs {
     pub(super) fn get(&self, slot: u32) -> &EntityRef {
         &self.refs[slot as usize]
     }
-}
-
-/// The number of a name, allocating only for a new one.
-pub(super) fn intern(names: &mut FastHashMap<String, u32>, name: &str) -> u32 {
-    if let Some(&number) = names.get(name) {
-        return number;
-    }
-    let number = names.len() as u32;
-    names.insert(name.to_owned(), number);
-    number
 }

@@ -4,10 +4,10 @@
 use std::sync::{Arc, OnceLock};
 
 use tally_core::{BusyIntervals, ClockKind, EntityRef, Interval};
+use tally_utils::chunked::Chunked;
 
 #[cfg(doc)]
 use super::StreamingResolver;
-use super::chunked::Chunked;
 use super::{
     ActivityClass, ActivityLabels, ActivityRow, AlignmentSlots, IterationRow, MembershipRow, Missing, NONE,
     RowBusy,

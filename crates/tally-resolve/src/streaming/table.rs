@@ -2,7 +2,7 @@
 //! activity references): open addressing over row numbers, the keys kept
 //! beside the rows in chunked storage.
 
-use super::chunked::Chunked;
+use tally_utils::chunked::Chunked;
 
 /// An index of rows by their 128-bit key hashes, stored beside the rows:
 /// open addressing over row numbers, each slot tagged with 32 more bits of
@@ -83,7 +83,7 @@ impl KeyIndex {
                     self.keys.push(key);
                     return Err(row);
                 }
-                slot if slot & !0xffff_ffff == tag && *self.keys.get(slot as u32 as usize) == key => {
+                slot if slot & !0xffff_ffff == tag && self.keys[slot as u32 as usize] == key => {
                     return Ok(slot as u32);
                 }
                 _ => at = (at + 1) & mask,

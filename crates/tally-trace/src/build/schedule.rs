@@ -124,7 +124,7 @@ fn runtime_calls_then_summary(
     drop(gpu);
     let processes = processes(&runtime);
     let runtime_calls = runtime.len();
-    for (row, &link) in runtime.into_rows().zip(runtime_links) {
+    for (row, &link) in runtime.into_iter().zip(runtime_links) {
         emitter.emit_runtime(&row, link, iterations, out)?;
     }
     let summary = shared.summary_of(SummaryCounts {
