@@ -10,29 +10,33 @@
 //! clock (the translated time).
 
 /// One direct clock alignment's figures, however they were read:
-/// `to = from + offset_ns` while a `from` timestamp lies in its validity
-/// window.
+/// `to = from + offset_ns` within `uncertainty_ns`, while a `from`
+/// timestamp lies in its validity window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DirectAlignment<'a> {
-    /// The clock timestamps are translated from.
-    pub from_clock_domain: &'a str,
-    /// The clock they are translated to.
-    pub to_clock_domain: &'a str,
-    /// Added to a `from` timestamp.
-    pub offset_ns: i64,
-    /// Half-width of the interval the true offset lies in.
-    pub uncertainty_ns: u64,
-    /// First `from` timestamp it holds for, inclusive.
-    pub valid_from_ns: Option<u64>,
-    /// End of its validity, exclusive.
-    pub valid_to_ns: Option<u64>,
+    domains: (&'a str, &'a str),
+    offset_ns: i64,
+    uncertainty_ns: u64,
+    window: (Option<u64>, Option<u64>),
 }
 
-impl DirectAlignment<'_> {
+impl<'a> DirectAlignment<'a> {
+    /// The alignment from clock domain `from` to `to` (`domains`), valid
+    /// from `valid_from_ns` inclusive to `valid_to_ns` exclusive on the
+    /// `from` clock (`window`, open where absent).
+    pub fn new(
+        domains: (&'a str, &'a str),
+        offset_ns: i64,
+        uncertainty_ns: u64,
+        window: (Option<u64>, Option<u64>),
+    ) -> Self {
+        Self { domains, offset_ns, uncertainty_ns, window }
+    }
+
     /// Whether its validity window covers `timestamp_ns` (on the `from`
     /// clock).
     pub fn covers(&self, timestamp_ns: i128) -> bool {
-        window_covers(self.valid_from_ns, self.valid_to_ns, timestamp_ns)
+        window_covers(self.window.0, self.window.1, timestamp_ns)
     }
 }
 
@@ -57,19 +61,10 @@ impl<'a> NearestAligner<'a> {
         let mut all: Vec<DirectAlignment<'a>> = alignments.into_iter().collect();
         // By pair, then least uncertainty first and a total order, so the
         // choice does not depend on the order the alignments were read in.
-        all.sort_unstable_by_key(|fact| {
-            (
-                fact.from_clock_domain,
-                fact.to_clock_domain,
-                fact.uncertainty_ns,
-                fact.offset_ns,
-                fact.valid_from_ns,
-                fact.valid_to_ns,
-            )
-        });
+        all.sort_unstable_by_key(|fact| (fact.domains, fact.uncertainty_ns, fact.offset_ns, fact.window));
         let mut pairs: Vec<((&'a str, &'a str), Vec<DirectAlignment<'a>>)> = Vec::new();
         for fact in all {
-            let pair = (fact.from_clock_domain, fact.to_clock_domain);
+            let pair = fact.domains;
             match pairs.last_mut() {
                 Some((last, list)) if *last == pair => list.push(fact),
                 _ => pairs.push((pair, vec![fact])),

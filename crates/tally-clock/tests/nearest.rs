@@ -10,14 +10,7 @@ fn alignment<'a>(
     uncertainty_ns: u64,
     window: (u64, u64),
 ) -> DirectAlignment<'a> {
-    DirectAlignment {
-        from_clock_domain: from,
-        to_clock_domain: to,
-        offset_ns,
-        uncertainty_ns,
-        valid_from_ns: Some(window.0),
-        valid_to_ns: Some(window.1),
-    }
+    DirectAlignment::new((from, to), offset_ns, uncertainty_ns, (Some(window.0), Some(window.1)))
 }
 
 #[test]

@@ -202,19 +202,11 @@ proptest! {
 
     #[test]
     fn order_does_not_matter_except_for_tie_breaking(
-        (pairs, all) in arb_job(),
-        permutation_seed in any::<u64>(),
+        // The workers, and the same workers shuffled.
+        (pairs, all, shuffled) in arb_job()
+            .prop_flat_map(|(pairs, all)| (Just(pairs.clone()), Just(all), Just(pairs).prop_shuffle())),
     ) {
         let original = aggregate(&pairs, &all);
-        // A seeded Fisher-Yates shuffle of the workers.
-        let mut shuffled = pairs.clone();
-        let mut state = permutation_seed | 1;
-        for index in (1..shuffled.len()).rev() {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            shuffled.swap(index, (state % (index as u64 + 1)) as usize);
-        }
         let reordered = aggregate(&shuffled, &all);
         // Tie-breaking follows the order each was given.
         prop_assert_eq!(

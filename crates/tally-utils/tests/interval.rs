@@ -27,18 +27,6 @@ fn stormlog_merge(items: &[(u64, u64)]) -> Vec<(u64, u64)> {
     merged
 }
 
-/// `items` in an order drawn from `seed` (Fisher-Yates with xorshift).
-fn shuffle<T>(mut items: Vec<T>, seed: u64) -> Vec<T> {
-    let mut state = seed | 1;
-    for index in (1..items.len()).rev() {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        items.swap(index, (state % (index as u64 + 1)) as usize);
-    }
-    items
-}
-
 fn small_intervals() -> impl Strategy<Value = Vec<(u64, u64)>> {
     proptest::collection::vec(
         (0u64..300, prop_oneof![Just(0u64), 0u64..20, 0u64..120]).prop_map(|(s, l)| (s, s + l)),
@@ -81,12 +69,14 @@ proptest! {
     }
 
     #[test]
-    fn order_and_repetition_do_not_change_busy(items in intervals(), seed in any::<u64>()) {
-        let mut sorted = items.clone();
-        let expected = union_ns(&mut sorted);
-        let mut repeated = items.clone();
-        repeated.extend(items.iter().step_by(3));
-        let mut shuffled = shuffle(repeated, seed);
+    fn order_and_repetition_do_not_change_busy(
+        (mut items, mut shuffled) in intervals().prop_flat_map(|items| {
+            let mut repeated = items.clone();
+            repeated.extend(items.iter().step_by(3));
+            (Just(items), Just(repeated).prop_shuffle())
+        }),
+    ) {
+        let expected = union_ns(&mut items);
         prop_assert_eq!(union_ns(&mut shuffled), expected);
     }
 }
@@ -159,7 +149,9 @@ proptest! {
     /// Each instant's label set, counted one by one, gives every set's time;
     /// the order of the intervals does not matter.
     #[test]
-    fn label_coverage_agrees_with_counting_instants(items in labelled_intervals(), seed in any::<u64>()) {
+    fn label_coverage_agrees_with_counting_instants(
+        (items, shuffled) in labelled_intervals().prop_flat_map(|items| (Just(items.clone()), Just(items).prop_shuffle())),
+    ) {
         let live: Vec<_> = items.iter().copied().filter(|&(s, e, labels)| e > s && labels != 0).collect();
         let envelope = live.iter().map(|item| item.0).min().zip(live.iter().map(|item| item.1).max());
         let mut expected = [0u64; 256];
@@ -169,7 +161,6 @@ proptest! {
                 expected[usize::from(set)] += 1;
             }
         }
-        let shuffled = shuffle(items.clone(), seed);
         for order in [items.clone(), shuffled] {
             let coverage = LabelCoverage::of(order);
             for (set, &time) in expected.iter().enumerate() {

@@ -95,13 +95,10 @@ pub(super) struct DeviceWork<'a> {
 /// coverage sweep per device clock.
 pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOptions) -> Breakdown {
     let mut host = HostCalls::read(graph);
-    let aligner = NearestAligner::new(graph.alignment_facts().map(|fact| DirectAlignment {
-        from_clock_domain: fact.from_clock_domain,
-        to_clock_domain: fact.to_clock_domain,
-        offset_ns: fact.offset_ns,
-        uncertainty_ns: fact.uncertainty_ns,
-        valid_from_ns: fact.valid_from_ns,
-        valid_to_ns: fact.valid_to_ns,
+    let aligner = NearestAligner::new(graph.alignment_facts().map(|fact| {
+        let (domains, window) =
+            ((fact.from_clock_domain, fact.to_clock_domain), (fact.valid_from_ns, fact.valid_to_ns));
+        DirectAlignment::new(domains, fact.offset_ns, fact.uncertainty_ns, window)
     }));
     let mut devices: Vec<DeviceWork<'_>> = Vec::new();
     let mut device_index: FastHashMap<DeviceClock<'_>, u32> = FastHashMap::default();
