@@ -3,7 +3,7 @@
 
 use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
 
-pub use tally_utils::fast_hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
+use tally_utils::fast_hash::{FastBuildHasher, FastHasher};
 
 /// The hash of `key` with [`FastHasher`].
 #[inline]

@@ -78,7 +78,6 @@ pub use borrowing::{CorrelationGraph, RequestKey, resolve_inference_events};
 pub use evidence::{
     ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
 };
-pub use hash::{FastBuildHasher, FastHashMap, FastHashSet, FastHasher};
 pub use prepare::PreparedBatch;
 pub use streaming::{StreamedRun, StreamingResolver, resolve_streaming};
 
