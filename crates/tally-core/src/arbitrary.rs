@@ -29,10 +29,10 @@ use serde_json::{Map, Number, Value};
 use proptest::strategy::Union;
 
 use crate::fields::Fields;
-use crate::schema::{self, MemberKind};
+use crate::schema::{self, Member, MemberKind};
 use crate::{
-    ActivityDomain, ActivityRef, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent, EntityRef,
-    EventBody, EventType, InferenceRecord, LegacyRecord, Metadata, NonEmptyString, Provenance, Span,
+    ActivityDomain, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
+    EventType, InferenceRecord, LegacyRecord, Metadata, NonEmptyString, Provenance, Span,
 };
 
 /// Text that a JSON codec must escape or encode with care.
@@ -58,11 +58,6 @@ pub fn arb_non_empty() -> impl Strategy<Value = NonEmptyString> {
     .prop_map(|text| NonEmptyString::new(text).expect("generated text is non-empty"))
 }
 
-/// An optional non-empty string.
-pub fn arb_opt_non_empty() -> impl Strategy<Value = Option<NonEmptyString>> {
-    prop::option::of(arb_non_empty())
-}
-
 /// A `u64`, biased to small values and the ends of the range.
 pub fn arb_u64() -> impl Strategy<Value = u64> {
     prop_oneof![4 => 0u64..2_000_000, 1 => Just(0u64), 1 => Just(u64::MAX), 2 => any::<u64>()]
@@ -85,7 +80,7 @@ pub fn arb_context() -> BoxedStrategy<CorrelationContext> {
         prop::sample::select(CollectionMode::ALL),
         prop::sample::select(Provenance::ALL),
     );
-    let texts = vec(arb_opt_non_empty(), 7);
+    let texts = vec(prop::option::of(arb_non_empty()), 7);
     let numbers = (
         prop::option::of(arb_u64()),
         prop::option::of(arb_u64()),
@@ -177,48 +172,38 @@ pub fn arb_intervals(length: u64) -> impl Strategy<Value = Value> {
     })
 }
 
-/// One member's JSON value, drawn by its kind alone; the members whose
-/// rules span several are drawn together in [`arb_body`].
-fn arb_member(kind: MemberKind) -> BoxedStrategy<Value> {
-    let text = || arb_non_empty().prop_map(|text| Value::String(text.to_string()));
-    let reference = || arb_entity_ref().prop_map(|reference| reference.to_json());
-    let count = || arb_u64().prop_map(Value::from);
-    let nullable =
-        |value: BoxedStrategy<Value>| prop::option::of(value).prop_map(Option::unwrap_or_default).boxed();
-    match kind {
-        MemberKind::Ref => reference().boxed(),
-        MemberKind::OptionalRef => nullable(reference().boxed()),
-        MemberKind::Text => text().boxed(),
-        MemberKind::OptionalText => nullable(text().boxed()),
-        MemberKind::Count => count().boxed(),
-        MemberKind::OptionalCount => nullable(count().boxed()),
+/// One member's JSON value, drawn by its kind alone (an optional member
+/// absent as often as not); those drawn together in [`arb_body`] absent.
+fn arb_member(member: &Member) -> BoxedStrategy<Option<Value>> {
+    let value = match member.kind {
+        MemberKind::Ref | MemberKind::OptionalRef => arb_entity_ref().prop_map(|id| id.to_json()).boxed(),
+        MemberKind::Text | MemberKind::OptionalText => {
+            arb_non_empty().prop_map(|text| text.as_str().into()).boxed()
+        }
+        MemberKind::Count | MemberKind::OptionalCount => arb_u64().prop_map(Value::from).boxed(),
         MemberKind::Signed => any::<i64>().prop_map(Value::from).boxed(),
         MemberKind::Flag => any::<bool>().prop_map(Value::Bool).boxed(),
         MemberKind::Domain => {
-            prop::sample::select(ActivityDomain::ALL).prop_map(|domain| Value::from(domain.as_str())).boxed()
+            prop::sample::select(ActivityDomain::ALL).prop_map(|it| it.as_str().into()).boxed()
         }
-        MemberKind::SpanStart
-        | MemberKind::SpanEnd
-        | MemberKind::Names
-        | MemberKind::Attribution
-        | MemberKind::Context
-        | MemberKind::Metadata => Just(Value::Null).boxed(),
-    }
+        _ => return Just(None).boxed(),
+    };
+    if member.optional() { prop::option::of(value).boxed() } else { value.prop_map(Some).boxed() }
 }
 
-/// A valid record of `event_type` with every member of its table present
-/// (none `null`), each value its own: distinct from every other member's,
-/// and from the same member's under another `salt` wherever a member can
-/// change alone (not a flag, a list of names or an attribution). For
-/// checking a reader or writer against the table: a member it misses or
-/// takes from another's place shows.
+/// A valid record of `event_type` with every member of its table present,
+/// each value distinct from every other member's, and from the same
+/// member's under another `salt` where it can change alone (not a flag,
+/// names or an attribution): a reader or writer that misses one shows.
 pub fn full_record(event_type: EventType, salt: u64) -> Map<String, Value> {
-    let mut record = serde_json::json!({
+    let Value::Object(mut record) = serde_json::json!({
         "schema_version": 2, "event_type": event_type.as_str(), "event_id": "e", "metadata": {"k": 1},
         "context": {"run_id": "r", "session_id": "s", "producer_id": "p", "source": "t",
                     "clock_domain": "host", "clock_kind": "monotonic",
-                    "collection_mode": "active", "provenance": "observed"}});
-    let Value::Object(record) = &mut record else { unreachable!("an object literal") };
+                    "collection_mode": "active", "provenance": "observed"}})
+    else {
+        unreachable!("an object literal")
+    };
     for (index, member) in (salt * 100..).zip(schema::members(event_type)) {
         let name = format!("{}-{salt}", member.name);
         let value = match member.kind {
@@ -235,38 +220,33 @@ pub fn full_record(event_type: EventType, salt: u64) -> Map<String, Value> {
         };
         record.insert(member.name.into(), value);
     }
-    std::mem::take(record)
+    record
 }
 
 /// Capabilities' `supported`, `enabled` and `collected`: distinct names,
 /// each list a subsequence of the one before.
 fn arb_name_lists() -> BoxedStrategy<Vec<Value>> {
-    prop_oneof![1 => Just(Vec::new()), 3 => btree_set(arb_non_empty(), 1..5).prop_map(Vec::from_iter)]
-        .prop_flat_map(|supported| {
-            let count = supported.len();
-            (Just(supported.clone()), subsequence(supported, 0..=count))
-        })
-        .prop_flat_map(|(supported, enabled)| {
-            let count = enabled.len();
-            (Just(supported), Just(enabled.clone()), subsequence(enabled, 0..=count))
-        })
-        .prop_map(|(supported, enabled, collected)| {
-            let list = |names: Vec<NonEmptyString>| Value::from_iter(names.into_iter().map(String::from));
-            vec![list(supported), list(enabled), list(collected)]
+    let names =
+        prop_oneof![1 => Just(Vec::new()), 3 => btree_set(arb_non_empty(), 1..5).prop_map(Vec::from_iter)];
+    let part =
+        |names: Vec<NonEmptyString>| (Just(names.clone()), subsequence(names.clone(), 0..=names.len()));
+    names
+        .prop_flat_map(part)
+        .prop_flat_map(move |(supported, enabled)| (Just(supported), part(enabled)))
+        .prop_map(|(supported, (enabled, collected))| {
+            let lists = [supported, enabled, collected];
+            lists.map(|names| Value::from_iter(names.into_iter().map(String::from))).to_vec()
         })
         .boxed()
 }
 
-/// A body of `event_type`, drawn from its table ([`schema::members`]): each
-/// member by its kind, optional ones absent (`null`) as often as present;
-/// a span's two ends from one [`arb_span`], an activity's attribution from
-/// its iteration link, capabilities' lists together. The record parser
-/// reads it, so it is valid; a draw that breaks a rule the table does not
-/// say (a stage with no owner, lists reported by an unavailable component)
-/// is drawn again.
+/// A body of `event_type` drawn from its table ([`schema::members`]), each
+/// member by its kind (optional ones `null` as often as not), a span's ends
+/// together, and read by the record parser; a draw that breaks a rule
+/// across members (a stage with no owner) is drawn again.
 fn arb_body(event_type: EventType) -> BoxedStrategy<EventBody> {
     let members = schema::members(event_type);
-    let drawn: Vec<BoxedStrategy<Value>> = members.iter().map(|member| arb_member(member.kind)).collect();
+    let drawn: Vec<_> = members.iter().map(arb_member).collect();
     let lists =
         if event_type == EventType::Capabilities { arb_name_lists() } else { Just(Vec::new()).boxed() };
     (drawn, arb_span(), lists)
@@ -275,38 +255,29 @@ fn arb_body(event_type: EventType) -> BoxedStrategy<EventBody> {
             let mut record = Map::new();
             for (member, value) in members.iter().zip(values) {
                 let value = match member.kind {
-                    MemberKind::SpanStart => span.start_ns().map_or(Value::Null, Value::from),
-                    MemberKind::SpanEnd => span.end_ns().map_or(Value::Null, Value::from),
-                    MemberKind::Names => lists.next().unwrap_or_default(),
+                    MemberKind::SpanStart => span.start_ns().map(Value::from),
+                    MemberKind::SpanEnd => span.end_ns().map(Value::from),
+                    MemberKind::Names => lists.next(),
+                    // An activity is linked exactly when it names its iteration.
+                    MemberKind::Attribution => Some(Value::Null),
                     _ => value,
                 };
-                record.insert(member.name.to_owned(), value);
+                record.extend(value.map(|value| (member.name.to_owned(), value)));
             }
-            if let Some(member) = members.iter().find(|member| member.kind == MemberKind::Attribution) {
-                let linked = record.get("iteration_ref").is_some_and(|link| !link.is_null());
-                record.insert(
-                    member.name.to_owned(),
-                    Value::from(if linked { "linked" } else { "unresolved" }),
-                );
+            let linked = record.get("iteration_ref").is_some_and(|link| !link.is_null());
+            if let Some(status) = record.get_mut("attribution_status") {
+                *status = Value::from(if linked { "linked" } else { "unresolved" });
             }
             let body = crate::record::parse_body(event_type, &mut Fields::new(record)).ok()?;
             // The one rule across members that `CorrelationEvent::new` checks.
-            let orphan = matches!(&body, EventBody::Stage(stage) if stage.request_ref.is_none() && stage.iteration_ref.is_none());
-            (!orphan).then_some(body)
-        })
-        .boxed()
-}
-
-fn arb_body_plain() -> BoxedStrategy<EventBody> {
-    let plain = EventType::ALL.iter().filter(|&&event_type| event_type != EventType::ActivityRef);
-    Union::new(plain.map(|&event_type| arb_body(event_type))).boxed()
-}
-
-fn arb_activity() -> BoxedStrategy<ActivityRef> {
-    arb_body(EventType::ActivityRef)
-        .prop_filter_map("an activity", |body| match body {
-            EventBody::ActivityRef(activity) => Some(activity),
-            _ => None,
+            match &body {
+                EventBody::Stage(stage)
+                    if stage.request_ref.as_ref().or(stage.iteration_ref.as_ref()).is_none() =>
+                {
+                    None
+                }
+                _ => Some(body),
+            }
         })
         .boxed()
 }
@@ -315,9 +286,9 @@ fn arb_activity() -> BoxedStrategy<ActivityRef> {
 /// (schema 2), with valid intervals (schema 3), or with `"intervals": null`
 /// (schema 3 that only the embedded form can carry).
 pub fn arb_activity_event(context: Arc<CorrelationContext>) -> BoxedStrategy<CorrelationEvent> {
-    (arb_activity(), arb_non_empty(), arb_metadata())
+    (arb_body(EventType::ActivityRef), arb_non_empty(), arb_metadata())
         .prop_flat_map(move |(activity, event_id, metadata)| {
-            let intervals = match activity.span.bounds() {
+            let intervals = match activity.span().and_then(Span::bounds) {
                 Some((start, end)) => prop_oneof![
                     2 => Just(None),
                     3 => arb_intervals(end - start).prop_map(Some),
@@ -336,7 +307,7 @@ pub fn arb_activity_event(context: Arc<CorrelationContext>) -> BoxedStrategy<Cor
                     Arc::clone(&context),
                     event_id.clone(),
                     Metadata::new(metadata),
-                    EventBody::ActivityRef(activity.clone()),
+                    activity.clone(),
                 )
                 // The intervals were generated inside the span.
                 .expect("valid activity")
@@ -348,8 +319,9 @@ pub fn arb_activity_event(context: Arc<CorrelationContext>) -> BoxedStrategy<Cor
 /// Any event of any type in `context`.
 pub fn arb_event_in(context: Arc<CorrelationContext>) -> BoxedStrategy<CorrelationEvent> {
     let plain_context = Arc::clone(&context);
-    let plain =
-        (arb_body_plain(), arb_non_empty(), arb_metadata()).prop_map(move |(body, event_id, metadata)| {
+    let plain = EventType::ALL.iter().filter(|&&event_type| event_type != EventType::ActivityRef);
+    let plain = (Union::new(plain.map(|&event_type| arb_body(event_type))), arb_non_empty(), arb_metadata())
+        .prop_map(move |(body, event_id, metadata)| {
             // Bodies are valid by construction and carry no intervals.
             CorrelationEvent::new(Arc::clone(&plain_context), event_id, Metadata::new(metadata), body)
                 .expect("valid event")

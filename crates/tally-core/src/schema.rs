@@ -184,43 +184,20 @@ pub const COMMON: [Member; 3] = [
 const MOST: usize = 13;
 
 /// The record member of kind `$kind` whose value the body holds at `$value`.
+#[rustfmt::skip]
 macro_rules! read {
-    (Ref, $value:expr) => {
-        RecordMember::Ref(&$value)
-    };
-    (OptionalRef, $value:expr) => {
-        $value.as_ref().map_or(RecordMember::Null, RecordMember::Ref)
-    };
-    (Text, $value:expr) => {
-        RecordMember::Text($value.as_str())
-    };
-    (OptionalText, $value:expr) => {
-        $value.as_ref().map_or(RecordMember::Null, |text| RecordMember::Text(text.as_str()))
-    };
-    (Count, $value:expr) => {
-        RecordMember::Unsigned($value)
-    };
-    (OptionalCount, $value:expr) => {
-        $value.map_or(RecordMember::Null, RecordMember::Unsigned)
-    };
-    (Signed, $value:expr) => {
-        RecordMember::Signed($value)
-    };
-    (Flag, $value:expr) => {
-        RecordMember::Bool($value)
-    };
-    (Names, $value:expr) => {
-        RecordMember::Names(&$value)
-    };
-    (SpanStart, $value:expr) => {
-        read!(OptionalCount, $value.start_ns())
-    };
-    (SpanEnd, $value:expr) => {
-        read!(OptionalCount, $value.end_ns())
-    };
-    (Domain, $value:expr) => {
-        RecordMember::Text($value.as_str())
-    };
+    (Ref, $value:expr) => { RecordMember::Ref(&$value) };
+    (OptionalRef, $value:expr) => { $value.as_ref().map_or(RecordMember::Null, RecordMember::Ref) };
+    (Text, $value:expr) => { RecordMember::Text($value.as_str()) };
+    (OptionalText, $value:expr) => { $value.as_deref().map_or(RecordMember::Null, RecordMember::Text) };
+    (Count, $value:expr) => { RecordMember::Unsigned($value) };
+    (OptionalCount, $value:expr) => { $value.map_or(RecordMember::Null, RecordMember::Unsigned) };
+    (Signed, $value:expr) => { RecordMember::Signed($value) };
+    (Flag, $value:expr) => { RecordMember::Bool($value) };
+    (Names, $value:expr) => { RecordMember::Names(&$value) };
+    (SpanStart, $value:expr) => { read!(OptionalCount, $value.start_ns()) };
+    (SpanEnd, $value:expr) => { read!(OptionalCount, $value.end_ns()) };
+    (Domain, $value:expr) => { RecordMember::Text($value.as_str()) };
     (Attribution, $value:expr) => {
         RecordMember::Text(if $value.is_some() { "linked" } else { "unresolved" })
     };
@@ -245,7 +222,9 @@ macro_rules! tables {
         /// stormlog's declaration order.
         pub fn members(event_type: EventType) -> &'static [Member] {
             match event_type {
-                $(EventType::$variant => &[$(Member { name: stringify!($name), kind: MemberKind::$kind }),*],)*
+                $(EventType::$variant => {
+                    &[$(Member { name: stringify!($name), kind: MemberKind::$kind }),*]
+                })*
             }
         }
 
