@@ -265,12 +265,13 @@ fn parse_activity(fields: &mut Fields) -> Result<ActivityRef, ValidationError> {
             "attribution_status must match the iteration link",
         ));
     }
+    let correlation_scope = fields.optional_ref("correlation_scope")?;
     Ok(ActivityRef {
         activity_ref,
         activity_kind,
         activity_domain,
         iteration_ref,
-        correlation_scope: fields.optional_ref("correlation_scope")?,
+        correlation_scope,
         trace_attachment_id: fields.optional_string("trace_attachment_id")?,
         runtime_correlation_id: fields.optional_u64("runtime_correlation_id")?,
         cuda_correlation_id: fields.optional_u64("cuda_correlation_id")?,
