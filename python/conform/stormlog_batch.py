@@ -103,6 +103,13 @@ def answer_account(request: dict) -> dict:
 def answer_shares(request: dict) -> dict:
     _, graph, accounting = resolve(request["inputs"])
     model = json.loads(Path(request["model"]).read_text(encoding="utf-8"))
+    return share_verdict(graph, accounting, model)
+
+
+def share_verdict(graph, accounting, model: dict) -> dict:
+    """What stormlog's `validate_request_shares` says of a share model (in
+    the corpus's JSON): the verdict object. The fixture script writes the
+    corpus's expectations with it too."""
     clock = model["device_clock"]
     device_clock = DeviceClock(clock["device_uuid"], clock["clock_domain"], clock.get("clock_kind", "monotonic"))
     try:
@@ -135,18 +142,23 @@ def answer_align(request: dict) -> dict:
     queries = json.loads(Path(request["queries"]).read_text(encoding="utf-8"))
     answers = []
     for query in queries:
-        timestamp, source, target = query["timestamp_ns"], query["from"], query["to"]
-        covering = len(covering_alignments(timestamp, from_clock_domain=source, to_clock_domain=target,
-                                           alignments=graph.alignments))
-        try:
-            aligned = align_timestamp(timestamp, from_clock_domain=source, to_clock_domain=target,
-                                      alignments=graph.alignments)
-        except ValueError as error:
-            answers.append({"covering": covering, "error": str(error)})
-        else:
-            answers.append({"covering": covering, "value_ns": aligned.value_ns,
-                            "uncertainty_ns": aligned.uncertainty_ns, "clock_domain": aligned.clock_domain})
+        answers.append(alignment_answer(query["timestamp_ns"], query["from"], query["to"], graph.alignments))
     return {"answers": answers}
+
+
+def alignment_answer(timestamp, source: str, target: str, alignments) -> dict:
+    """stormlog's answer to one alignment query: how many alignments cover
+    it, and `align_timestamp`'s result or its error. The fixture script
+    writes the corpus's expectations with it too."""
+    covering = len(covering_alignments(timestamp, from_clock_domain=source, to_clock_domain=target,
+                                       alignments=alignments))
+    try:
+        aligned = align_timestamp(timestamp, from_clock_domain=source, to_clock_domain=target,
+                                  alignments=alignments)
+    except ValueError as error:
+        return {"covering": covering, "error": str(error)}
+    return {"covering": covering, "value_ns": aligned.value_ns, "uncertainty_ns": aligned.uncertainty_ns,
+            "clock_domain": aligned.clock_domain}
 
 
 ANSWERS = {"account": answer_account, "shares": answer_shares, "align": answer_align}

@@ -31,7 +31,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from stormlog.infer.correlation_events import parse_inference_record
 
 # The record builders and writers the fixture scripts use too
 # (python/fixtures/_common.py), not a package: its folder goes on sys.path.
@@ -46,39 +45,18 @@ LEGACY_IMPORT = "stormlog.infer.import_execution"
 context = functools.partial(_common.context, source="tally.tests")
 
 
-class Run:
+class Run(_common.Recorder):
     """The records of one run, with unique event IDs per (session, producer)."""
 
     def __init__(self, rng: random.Random) -> None:
-        self.rng = rng
-        self.records: list[dict] = []
+        super().__init__(rng)
         self.serial = 0
 
-    def event_id(self) -> str:
+    def event_id(self, ctx: dict | None = None) -> str:
         self.serial += 1
         # Random prefixes, so that which of two re-reports has the smaller
         # event ID (the one stormlog keeps) is not the delivery order.
         return f"{self.rng.getrandbits(16):04x}-{self.serial}"
-
-    def emit(self, event_type: str, ctx: dict, metadata: dict | None = None, **fields: Any) -> dict:
-        record: dict[str, Any] = {
-            "schema_version": 2,
-            "event_type": event_type,
-            "event_id": self.event_id(),
-            "context": ctx,
-        }
-        if metadata is not None:
-            record["metadata"] = metadata
-            if event_type == "infer.activity_ref" and "intervals" in metadata:
-                record["schema_version"] = 3
-        record.update({key: value for key, value in fields.items() if value is not None})
-        # stormlog must accept every generated record; half of them are
-        # written in its full form (every field, nulls included).
-        event = parse_inference_record(record)
-        if self.rng.random() < 0.5:
-            record = event.to_record()
-        self.records.append(record)
-        return record
 
     def again(self, record: dict) -> None:
         """The same entity reported once more under another event ID."""
