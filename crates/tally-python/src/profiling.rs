@@ -341,6 +341,16 @@ pub(crate) fn default_answer<'py, T: serde::Serialize>(
     build(py, name, &json)
 }
 
+/// An answer of tally-profile's base adapter as vertebrae's dataclass
+/// `name`; a failure is `ValueError`.
+fn base_answer<'py, T: serde::Serialize>(
+    py: Python<'py>,
+    name: &str,
+    answer: Result<T, HookError>,
+) -> PyResult<Bound<'py, PyAny>> {
+    default_answer(py, name, &answer.map_err(|error| PyValueError::new_err(error.to_string()))?)
+}
+
 #[pymethods]
 impl BaseResourceProfileAdapter {
     #[new]
@@ -366,21 +376,19 @@ impl BaseResourceProfileAdapter {
 
     /// Allocator peaks since the reset (unavailable).
     fn peak_device_memory<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let base = tally_profile::BaseResourceProfileAdapter.peak_device_memory();
-        default_answer(
+        base_answer(
             py,
             "DeviceMemoryMeasurement",
-            &base.map_err(|error| PyValueError::new_err(error.to_string()))?,
+            tally_profile::BaseResourceProfileAdapter.peak_device_memory(),
         )
     }
 
     /// Parameter and in-memory sizes of the model (unavailable).
     fn model_footprint<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let base = tally_profile::BaseResourceProfileAdapter.model_footprint();
-        default_answer(
+        base_answer(
             py,
             "ModelFootprintMeasurement",
-            &base.map_err(|error| PyValueError::new_err(error.to_string()))?,
+            tally_profile::BaseResourceProfileAdapter.model_footprint(),
         )
     }
 
