@@ -46,6 +46,18 @@ pub fn json_fixtures(dir: &Path) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// [`json_fixtures`] of a committed fixture directory, checked to hold at
+/// least `at_least` fixtures (so a suite cannot pass on an empty one).
+///
+/// # Panics
+///
+/// As [`json_fixtures`], and when there are fewer.
+pub fn committed_fixtures(dir: &Path, at_least: usize) -> Vec<(String, Value)> {
+    let fixtures = json_fixtures(dir);
+    assert!(fixtures.len() >= at_least, "expected the committed fixtures, found {}", fixtures.len());
+    fixtures
+}
+
 /// A JSON document reduced to its shape, with object keys in the order
 /// they were written (serde_json's `Value` sorts them).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -113,20 +113,14 @@ fn figures_equal_an_independent_computation_from_the_raw_events() {
                 })
                 .collect();
             assert_eq!(Value::from(kernels), expected["kernels"], "{}", at("kernels"));
-            let streams: serde_json::Map<String, Value> = device["streams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| (s["stream_id"].to_string(), s["busy_ns"].clone()))
-                .collect();
-            assert_eq!(Value::Object(streams), expected["streams"], "{}", at("streams"));
-            let envelopes: serde_json::Map<String, Value> = device["streams"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|s| (s["stream_id"].to_string(), json!([s["envelope_start_ns"], s["envelope_end_ns"]])))
-                .collect();
-            assert_eq!(Value::Object(envelopes), expected["stream_envelopes"], "{}", at("stream envelopes"));
+            // One figure of each stream, by stream ID.
+            let per_stream = |figure: &dyn Fn(&Value) -> Value| -> Value {
+                let streams = device["streams"].as_array().unwrap();
+                Value::Object(streams.iter().map(|s| (s["stream_id"].to_string(), figure(s))).collect())
+            };
+            assert_eq!(per_stream(&|s| s["busy_ns"].clone()), expected["streams"], "{}", at("streams"));
+            let envelopes = per_stream(&|s| json!([s["envelope_start_ns"], s["envelope_end_ns"]]));
+            assert_eq!(envelopes, expected["stream_envelopes"], "{}", at("stream envelopes"));
             communication_seen |= device["categories"]["communication"]["busy_ns"].as_u64().unwrap() > 0;
             for key in DEVICE_KEYS {
                 assert!(device.get(key).is_some(), "{}", at(key));
@@ -674,7 +668,8 @@ fn bad_input_names_the_file_and_line_and_exits_non_zero() {
 fn help_documents_the_json_keys() {
     let output = tally(&["breakdown", "--help"]);
     let help = String::from_utf8_lossy(&output.stdout);
-    for key in DEVICE_KEYS.into_iter().chain(["\"communication&compute\"", "\"memory&compute\"", "summed_ns"]) {
+    let more = ["\"communication&compute\"", "\"memory&compute\"", "summed_ns"];
+    for key in DEVICE_KEYS.into_iter().chain(more) {
         assert!(help.contains(key), "{key} in --help");
     }
 }

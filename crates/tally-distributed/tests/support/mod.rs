@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use tally_profile::{EmbeddingStore, StoreError, StoredEmbeddingStat};
-use tally_testkit::json::{Ordered, json_difference_by, json_fixtures, key_paths};
+use tally_testkit::json::{Ordered, committed_fixtures, json_difference_by, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/distributed")
@@ -19,9 +19,7 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// The committed fixtures, parsed.
 pub fn fixtures() -> Vec<(String, Value)> {
-    let fixtures = json_fixtures(&fixtures_dir());
-    assert!(fixtures.len() >= 35, "expected the committed fixtures, found {}", fixtures.len());
-    fixtures
+    committed_fixtures(&fixtures_dir(), 35)
 }
 
 /// Where two JSON values differ, or `None`. Stricter than Python's `==`:

@@ -18,7 +18,7 @@ use tally_profile::{
     LocalEmbeddingStore, PersistedSizes, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler,
     StoreError, StoredEmbeddingStat,
 };
-use tally_testkit::json::{Ordered, json_difference_by, json_fixtures, key_paths};
+use tally_testkit::json::{Ordered, committed_fixtures, json_difference_by, key_paths};
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/profile")
@@ -26,9 +26,7 @@ pub fn fixtures_dir() -> PathBuf {
 
 /// Every fixture, sorted by name.
 pub fn fixtures() -> Vec<(String, Value)> {
-    let fixtures = json_fixtures(&fixtures_dir());
-    assert!(fixtures.len() >= 30, "expected the committed fixtures, found {}", fixtures.len());
-    fixtures
+    committed_fixtures(&fixtures_dir(), 30)
 }
 
 pub fn fixture(name: &str) -> Value {
