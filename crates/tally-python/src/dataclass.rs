@@ -15,12 +15,14 @@
 //!
 //! [`CLASSES`] is stormlog 0.4.3's declarations: names, annotations (strings,
 //! as stormlog's modules use `from __future__ import annotations`), defaults
-//! and order; `tests/test_surface.py` compares every field with stormlog's
-//! live.
+//! and order; the event classes' ([`EVENT_CLASSES`]) are made from
+//! tally-core's schema. `tests/test_surface.py` compares every field with
+//! stormlog's live.
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyTuple};
+use tally_core::schema::{Member, MemberKind};
 
 /// The dataclass made from each declaration, by class name.
 static PROXIES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
@@ -76,6 +78,25 @@ pub struct Class {
     pub fields: &'static [Field],
 }
 
+/// A field of an event class as stormlog declares a member of its kind
+/// (the annotation its module holds as a string, and the default).
+const fn member(member: Member) -> Field {
+    let (annotation, default) = match member.kind {
+        MemberKind::Ref => ("EntityRef", Default::Required),
+        MemberKind::OptionalRef => ("EntityRef | None", Default::None),
+        MemberKind::Text | MemberKind::Attribution => ("str", Default::Required),
+        MemberKind::OptionalText => ("str | None", Default::None),
+        MemberKind::Count | MemberKind::Signed => ("int", Default::Required),
+        MemberKind::OptionalCount | MemberKind::SpanStart | MemberKind::SpanEnd => {
+            ("int | None", Default::None)
+        }
+        MemberKind::Flag => ("bool", Default::Required),
+        MemberKind::Names => ("list[str]", Default::EmptyList),
+        MemberKind::Domain => ("str", Default::Text("unknown")),
+    };
+    field(member.name, annotation, default)
+}
+
 /// `CorrelationEvent`'s fields, the first of every event class.
 const EVENT: &[Field] = &[
     required("context", "CorrelationContext"),
@@ -83,11 +104,21 @@ const EVENT: &[Field] = &[
     field("metadata", "dict[str, Any]", Default::EmptyDict),
 ];
 
-const TOKENS: [Field; 3] = [
-    optional("input_tokens", "int | None"),
-    optional("output_tokens", "int | None"),
-    optional("kv_bytes", "int | None"),
-];
+/// Declares the eight event classes from tally-core's schema.
+macro_rules! event_classes {
+    ($(
+        $(#[$doc:meta])* $variant:ident($text:literal, $body:ident)
+        $class:ident: $class_doc:literal { $($name:ident: $kind:ident($($path:ident).+)),* $(,)? }
+    )*) => {
+        /// stormlog 0.4.3's event classes, in its declaration order.
+        pub const EVENT_CLASSES: &[Class] = &[$(event(
+            stringify!($class),
+            &[$(member(Member { name: stringify!($name), kind: MemberKind::$kind })),*],
+        )),*];
+    };
+}
+
+tally_core::event_schema!(event_classes);
 
 const fn event(name: &'static str, fields: &'static [Field]) -> Class {
     Class { name, kw_only: true, base: EVENT, fields }
@@ -97,7 +128,8 @@ const fn plain(name: &'static str, fields: &'static [Field]) -> Class {
     Class { name, kw_only: false, base: &[], fields }
 }
 
-/// stormlog 0.4.3's dataclasses, in its declaration order.
+/// stormlog 0.4.3's dataclasses other than the event classes
+/// ([`EVENT_CLASSES`]), in its declaration order.
 pub const CLASSES: &[Class] = &[
     plain("EntityRef", &[required("producer_id", "str"), required("id", "str")]),
     plain(
@@ -125,95 +157,6 @@ pub const CLASSES: &[Class] = &[
         ],
     ),
     event("CorrelationEvent", &[]),
-    event("ArtifactIdentityEvent", &[required("artifact_kind", "str"), required("created_at_ns", "int")]),
-    event(
-        "RequestEvent",
-        &[
-            required("request_ref", "EntityRef"),
-            optional("attempt_ref", "EntityRef | None"),
-            optional("backend_request_ref", "EntityRef | None"),
-            optional("start_ns", "int | None"),
-            optional("end_ns", "int | None"),
-            optional("status", "str | None"),
-            TOKENS[0],
-            TOKENS[1],
-            TOKENS[2],
-        ],
-    ),
-    event(
-        "IterationEvent",
-        &[
-            required("iteration_ref", "EntityRef"),
-            optional("batch_ref", "EntityRef | None"),
-            optional("start_ns", "int | None"),
-            optional("end_ns", "int | None"),
-        ],
-    ),
-    event(
-        "StageEvent",
-        &[
-            required("stage_ref", "EntityRef"),
-            required("name", "str"),
-            optional("request_ref", "EntityRef | None"),
-            optional("iteration_ref", "EntityRef | None"),
-            optional("start_ns", "int | None"),
-            optional("end_ns", "int | None"),
-            TOKENS[0],
-            TOKENS[1],
-            TOKENS[2],
-        ],
-    ),
-    event(
-        "MembershipEvent",
-        &[
-            required("request_ref", "EntityRef"),
-            required("iteration_ref", "EntityRef"),
-            required("role", "str"),
-            optional("attempt_ref", "EntityRef | None"),
-            TOKENS[0],
-            TOKENS[1],
-            TOKENS[2],
-        ],
-    ),
-    event(
-        "ActivityReferenceEvent",
-        &[
-            required("activity_ref", "EntityRef"),
-            required("activity_kind", "str"),
-            required("attribution_status", "str"),
-            field("activity_domain", "str", Default::Text("unknown")),
-            optional("iteration_ref", "EntityRef | None"),
-            optional("correlation_scope", "EntityRef | None"),
-            optional("trace_attachment_id", "str | None"),
-            optional("runtime_correlation_id", "int | None"),
-            optional("cuda_correlation_id", "int | None"),
-            optional("stream_id", "int | None"),
-            optional("graph_id", "int | None"),
-            optional("start_ns", "int | None"),
-            optional("end_ns", "int | None"),
-        ],
-    ),
-    event(
-        "CapabilityEvent",
-        &[
-            required("component", "str"),
-            required("available", "bool"),
-            field("supported", "list[str]", Default::EmptyList),
-            field("enabled", "list[str]", Default::EmptyList),
-            field("collected", "list[str]", Default::EmptyList),
-        ],
-    ),
-    event(
-        "ClockAlignmentEvent",
-        &[
-            required("from_clock_domain", "str"),
-            required("to_clock_domain", "str"),
-            required("offset_ns", "int"),
-            required("uncertainty_ns", "int"),
-            optional("valid_from_ns", "int | None"),
-            optional("valid_to_ns", "int | None"),
-        ],
-    ),
     plain("LegacyInferenceRecord", &[required("raw", "dict[str, Any]")]),
     plain(
         "UnresolvedReference",
@@ -352,7 +295,7 @@ const PROTOCOL_ATTRIBUTES: [&str; 3] = ["__dataclass_fields__", "__dataclass_par
 pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     let proxies = PROXIES.get_or_init(py, || PyDict::new(py).unbind()).bind(py);
-    for class in CLASSES {
+    for class in CLASSES.iter().chain(EVENT_CLASSES) {
         let declared = PyList::empty(py);
         for field in class.base.iter().chain(class.fields) {
             let default = match field.default {

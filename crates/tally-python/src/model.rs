@@ -24,7 +24,7 @@ use tally_core::{
 };
 
 use crate::convert::{dict_to_json, map_to_python, to_json, to_python};
-use crate::event_fields::{field, fields_of};
+use crate::event_fields::{field, fields_of, to_python as member_to_python};
 
 /// A tally-core rule's rejection as the `ValueError` stormlog raises.
 pub fn invalid(error: impl std::fmt::Display) -> PyErr {
@@ -494,7 +494,7 @@ impl PyEvent {
         ];
         for name in fields.required.iter().chain(&fields.optional) {
             if let Some(value) = field(event, name) {
-                shown.push((name, value.to_python(py)?));
+                shown.push((name, member_to_python(py, value)?));
             }
         }
         dataclass_repr(fields.class, &shown)
@@ -512,128 +512,61 @@ fn get_field<'py>(event: &Bound<'py, PyEvent>, name: &str) -> PyResult<Bound<'py
     let py = event.py();
     let event = event.get();
     event.field_object(py, name, || match field(&event.inner, name) {
-        Some(value) => value.to_python(py),
+        Some(value) => member_to_python(py, value),
         None => Err(pyo3::exceptions::PyAttributeError::new_err(name.to_owned())),
     })
 }
 
-macro_rules! event_class {
-    ($rust:ident, $name:literal, $event_type:expr, $type_name:literal, $doc:literal, [$($field:ident),* $(,)?]) => {
-        #[doc = $doc]
-        #[pyclass(frozen, extends = PyEvent, module = "tally.accounting", name = $name)]
-        pub struct $rust;
+/// Declares stormlog's eight event classes from tally-core's schema, each
+/// with a getter for every field of its own, and [`event_to_python`].
+macro_rules! event_classes {
+    ($(
+        $(#[$doc:meta])* $variant:ident($type_name:literal, $body:ident)
+        $class:ident: $class_doc:literal { $($field:ident: $kind:ident($($path:ident).+)),* $(,)? }
+    )*) => {
+        $(
+            #[doc = $class_doc]
+            #[pyclass(frozen, extends = PyEvent, module = "tally.accounting")]
+            pub struct $class;
 
-        #[pymethods]
-        impl $rust {
-            /// The `event_type` this class is written as.
-            #[classattr]
-            const EVENT_TYPE: &'static str = $type_name;
+            #[pymethods]
+            impl $class {
+                /// The `event_type` this class is written as.
+                #[classattr]
+                const EVENT_TYPE: &'static str = $type_name;
 
-            #[new]
-            #[pyo3(signature = (**kwargs))]
-            fn new(py: Python<'_>, kwargs: Option<&Bound<'_, PyDict>>) -> PyResult<PyClassInitializer<Self>> {
-                Ok(PyClassInitializer::from(construct(py, $event_type, kwargs)?).add_subclass($rust))
-            }
-
-            $(
-                #[doc = concat!("stormlog's `", stringify!($field), "` field.")]
-                #[getter]
-                fn $field<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
-                    get_field(slf.as_super(), stringify!($field))
+                #[new]
+                #[pyo3(signature = (**kwargs))]
+                fn new(
+                    py: Python<'_>,
+                    kwargs: Option<&Bound<'_, PyDict>>,
+                ) -> PyResult<PyClassInitializer<Self>> {
+                    let event = construct(py, EventType::$variant, kwargs)?;
+                    Ok(PyClassInitializer::from(event).add_subclass($class))
                 }
-            )*
+
+                $(
+                    #[doc = concat!("stormlog's `", stringify!($field), "` field.")]
+                    #[getter]
+                    fn $field<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+                        get_field(slf.as_super(), stringify!($field))
+                    }
+                )*
+            }
+        )*
+
+        /// The Python object of the event's class for one event.
+        pub fn event_to_python(py: Python<'_>, event: Arc<CoreEvent>) -> PyResult<Bound<'_, PyAny>> {
+            let event_type = event.event_type();
+            let base = PyClassInitializer::from(PyEvent::new(event));
+            Ok(match event_type {
+                $(EventType::$variant => Bound::new(py, base.add_subclass($class))?.into_any(),)*
+            })
         }
     };
 }
 
-event_class!(
-    ArtifactIdentityEvent,
-    "ArtifactIdentityEvent",
-    EventType::Artifact,
-    "infer.artifact",
-    "Versioned run identity for an inference JSONL artifact.",
-    [artifact_kind, created_at_ns]
-);
-event_class!(
-    RequestEvent,
-    "RequestEvent",
-    EventType::Request,
-    "infer.request",
-    "One logical request observation; attempts are separate identities.",
-    [
-        request_ref,
-        attempt_ref,
-        backend_request_ref,
-        start_ns,
-        end_ns,
-        status,
-        input_tokens,
-        output_tokens,
-        kv_bytes
-    ]
-);
-event_class!(
-    IterationEvent,
-    "IterationEvent",
-    EventType::Iteration,
-    "infer.iteration",
-    "One server execution iteration, recorded once for all participants.",
-    [iteration_ref, batch_ref, start_ns, end_ns]
-);
-event_class!(
-    StageEvent,
-    "StageEvent",
-    EventType::Stage,
-    "infer.stage",
-    "A generic named stage span, for LLM and non-LLM workloads.",
-    [stage_ref, name, request_ref, iteration_ref, start_ns, end_ns, input_tokens, output_tokens, kv_bytes]
-);
-event_class!(
-    MembershipEvent,
-    "MembershipEvent",
-    EventType::Membership,
-    "infer.membership",
-    "One request's role in one shared execution iteration.",
-    [request_ref, iteration_ref, role, attempt_ref, input_tokens, output_tokens, kv_bytes]
-);
-event_class!(
-    ActivityReferenceEvent,
-    "ActivityReferenceEvent",
-    EventType::ActivityRef,
-    "infer.activity_ref",
-    "A scoped trace activity and its optional link to an iteration.",
-    [
-        activity_ref,
-        activity_kind,
-        attribution_status,
-        activity_domain,
-        iteration_ref,
-        correlation_scope,
-        trace_attachment_id,
-        runtime_correlation_id,
-        cuda_correlation_id,
-        stream_id,
-        graph_id,
-        start_ns,
-        end_ns
-    ]
-);
-event_class!(
-    CapabilityEvent,
-    "CapabilityEvent",
-    EventType::Capabilities,
-    "infer.capabilities",
-    "Availability and outcome for one optional capture component.",
-    [component, available, supported, enabled, collected]
-);
-event_class!(
-    ClockAlignmentEvent,
-    "ClockAlignmentEvent",
-    EventType::ClockAlignment,
-    "infer.clock_alignment",
-    "Offset and uncertainty for comparing two distinct clock domains.",
-    [from_clock_domain, to_clock_domain, offset_ns, uncertainty_ns, valid_from_ns, valid_to_ns]
-);
+tally_core::event_schema!(event_classes);
 
 /// An unchanged v1 record; server correlation remains unknown
 /// (stormlog's `LegacyInferenceRecord`).
@@ -707,22 +640,6 @@ pub fn record_to_python(py: Python<'_>, record: InferenceRecord) -> PyResult<Bou
         InferenceRecord::Event(event) => event_to_python(py, Arc::new(event)),
         InferenceRecord::Legacy(legacy) => Ok(Bound::new(py, PyLegacy::of(legacy.raw().clone()))?.into_any()),
     }
-}
-
-/// The Python object of the event's class for one event.
-pub fn event_to_python(py: Python<'_>, event: Arc<CoreEvent>) -> PyResult<Bound<'_, PyAny>> {
-    let event_type = event.event_type();
-    let base = PyClassInitializer::from(PyEvent::new(event));
-    Ok(match event_type {
-        EventType::Artifact => Bound::new(py, base.add_subclass(ArtifactIdentityEvent))?.into_any(),
-        EventType::Request => Bound::new(py, base.add_subclass(RequestEvent))?.into_any(),
-        EventType::Iteration => Bound::new(py, base.add_subclass(IterationEvent))?.into_any(),
-        EventType::Stage => Bound::new(py, base.add_subclass(StageEvent))?.into_any(),
-        EventType::Membership => Bound::new(py, base.add_subclass(MembershipEvent))?.into_any(),
-        EventType::ActivityRef => Bound::new(py, base.add_subclass(ActivityReferenceEvent))?.into_any(),
-        EventType::Capabilities => Bound::new(py, base.add_subclass(CapabilityEvent))?.into_any(),
-        EventType::ClockAlignment => Bound::new(py, base.add_subclass(ClockAlignmentEvent))?.into_any(),
-    })
 }
 
 /// What one Python object passed as evidence is.
