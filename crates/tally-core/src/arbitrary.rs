@@ -32,7 +32,7 @@ use crate::fields::Fields;
 use crate::schema::{self, Member, MemberKind};
 use crate::{
     ActivityDomain, ClockKind, CollectionMode, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
-    EventType, InferenceRecord, LegacyRecord, Metadata, NonEmptyString, Provenance, Span,
+    EventType, InferenceRecord, LegacyRecord, Metadata, NonEmptyString, Provenance, Span, Stage,
 };
 
 /// Text that a JSON codec must escape or encode with care.
@@ -216,7 +216,6 @@ pub fn full_record(event_type: EventType, salt: u64) -> Map<String, Value> {
             MemberKind::Flag => Value::Bool(true),
             MemberKind::Names => Value::from(vec!["x"]),
             MemberKind::Attribution => Value::from("linked"),
-            MemberKind::Context | MemberKind::Metadata => continue,
         };
         record.insert(member.name.into(), value);
     }
@@ -270,14 +269,8 @@ fn arb_body(event_type: EventType) -> BoxedStrategy<EventBody> {
             }
             let body = crate::record::parse_body(event_type, &mut Fields::new(record)).ok()?;
             // The one rule across members that `CorrelationEvent::new` checks.
-            match &body {
-                EventBody::Stage(stage)
-                    if stage.request_ref.as_ref().or(stage.iteration_ref.as_ref()).is_none() =>
-                {
-                    None
-                }
-                _ => Some(body),
-            }
+            let orphan = |stage: &Stage| stage.request_ref.is_none() && stage.iteration_ref.is_none();
+            (!matches!(&body, EventBody::Stage(stage) if orphan(stage))).then_some(body)
         })
         .boxed()
 }

@@ -121,10 +121,6 @@ macro_rules! event_schema {
 /// annotation and default in stormlog's class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MemberKind {
-    /// The event's [`crate::CorrelationContext`] (the common `context`).
-    Context,
-    /// The event's metadata object (the common `metadata`), `{}` by default.
-    Metadata,
     /// A required entity reference.
     Ref,
     /// An entity reference, `None` by default.
@@ -168,19 +164,11 @@ impl Member {
     /// Whether stormlog's class declares a default for it.
     pub const fn optional(&self) -> bool {
         use MemberKind::*;
-        !matches!(self.kind, Context | Ref | Text | Count | Signed | Flag | Attribution)
+        !matches!(self.kind, Ref | Text | Count | Signed | Flag | Attribution)
     }
 }
 
-/// The fields every event class starts with (stormlog's
-/// `CorrelationEvent`), before those of [`members`].
-pub const COMMON: [Member; 3] = [
-    Member { name: "context", kind: MemberKind::Context },
-    Member { name: "event_id", kind: MemberKind::Text },
-    Member { name: "metadata", kind: MemberKind::Metadata },
-];
-
-/// The most members an event type has beyond [`COMMON`].
+/// The most members an event type has.
 const MOST: usize = 13;
 
 /// The record member of kind `$kind` whose value the body holds at `$value`.
@@ -218,8 +206,9 @@ macro_rules! tables {
             }
         );
 
-        /// The members of `event_type`'s class after [`COMMON`], in
-        /// stormlog's declaration order.
+        /// The members of `event_type`'s class after those of every event
+        /// (`context`, `event_id`, `metadata`), in stormlog's declaration
+        /// order.
         pub fn members(event_type: EventType) -> &'static [Member] {
             match event_type {
                 $(EventType::$variant => {
