@@ -61,6 +61,20 @@ fn summed_and_count(counts: &[CategoryTime; 4]) -> (u128, u64) {
     counts.iter().fold((0, 0), |(summed, count), time| (summed + time.summed_ns, count + time.count))
 }
 
+/// A stream's or an iteration's row (`$row`, with its own `$field`s): its
+/// [`Figures`] and the summed time and count of its `$counts`, the fields
+/// both kinds of row share.
+macro_rules! scope_row {
+    ($row:ident { $($field:ident),* }, $figures:expr, $counts:expr) => {{
+        let Figures { busy_ns, categories, overlap_ns, exposed_communication_ns, exposed_memory_ns } = $figures;
+        let (summed_ns, count) = summed_and_count($counts);
+        $row {
+            $($field,)*
+            busy_ns, summed_ns, count, categories, overlap_ns, exposed_communication_ns, exposed_memory_ns,
+        }
+    }};
+}
+
 /// Nearest rank: the smallest value with at least `percent`% of the values
 /// at or below it.
 fn nearest_rank(sorted: &[i64], percent: usize) -> Option<i64> {
@@ -251,19 +265,8 @@ pub(super) fn finish_device<'a>(
             let (envelope, coverage) = coverage.unzip();
             let (envelope_start_ns, envelope_end_ns) = envelope.unzip();
             let figures = figures(&coverage.unwrap_or_else(|| LabelSweep::new().finish()), counts);
-            let (summed_ns, count) = summed_and_count(counts);
-            StreamBreakdown {
-                stream_id: *stream_id,
-                busy_ns: figures.busy_ns,
-                summed_ns,
-                count,
-                categories: figures.categories,
-                overlap_ns: figures.overlap_ns,
-                exposed_communication_ns: figures.exposed_communication_ns,
-                exposed_memory_ns: figures.exposed_memory_ns,
-                envelope_start_ns,
-                envelope_end_ns,
-            }
+            let stream_id = *stream_id;
+            scope_row!(StreamBreakdown { stream_id, envelope_start_ns, envelope_end_ns }, figures, counts)
         })
         .collect();
     stream_rows.sort_unstable_by_key(|row| row.stream_id);
@@ -274,17 +277,8 @@ pub(super) fn finish_device<'a>(
                 let figures = iteration_figures
                     .remove(iteration)
                     .unwrap_or_else(|| figures(&LabelSweep::new().finish(), counts));
-                let (summed_ns, count) = summed_and_count(counts);
-                IterationBreakdown {
-                    iteration_ref: iteration_refs[*iteration as usize].clone(),
-                    busy_ns: figures.busy_ns,
-                    summed_ns,
-                    count,
-                    categories: figures.categories,
-                    overlap_ns: figures.overlap_ns,
-                    exposed_communication_ns: figures.exposed_communication_ns,
-                    exposed_memory_ns: figures.exposed_memory_ns,
-                }
+                let iteration_ref = iteration_refs[*iteration as usize].clone();
+                scope_row!(IterationBreakdown { iteration_ref }, figures, counts)
             })
             .collect();
         rows.sort_unstable_by(|a, b| a.iteration_ref.cmp(&b.iteration_ref));
