@@ -3,6 +3,8 @@
 //! summation distinguishes. Runs when `TALLY_PYTHON` names an interpreter
 //! with numpy (the reference venv); prints "skipped" otherwise.
 
+use proptest::prelude::Rng;
+use proptest::test_runner::{RngAlgorithm, TestRng};
 use serde_json::{Value, json};
 use tally_profile::profile::stats::{
     int_true_div, numpy_max, numpy_mean, numpy_median, numpy_percentile, numpy_sum, python_sum,
@@ -21,24 +23,11 @@ divisions = [a / b for a, b in cases["divisions"]]
 json.dump({"arrays": out, "divisions": divisions}, sys.stdout)
 "#;
 
-/// splitmix64: a small deterministic generator, enough for test data.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A positive float spread over many magnitudes, like call durations.
-    fn duration(&mut self) -> f64 {
-        let nanos = self.next() % 50_000_000_000 + 1;
-        let scale = [1.0, 1e-3, 7.0, 1e3][(self.next() % 4) as usize];
-        nanos as f64 / 1e9 * scale
-    }
+/// A positive float spread over many magnitudes, like call durations.
+fn duration(rng: &mut TestRng) -> f64 {
+    let nanos = rng.next_u64() % 50_000_000_000 + 1;
+    let scale = [1.0, 1e-3, 7.0, 1e3][(rng.next_u64() % 4) as usize];
+    nanos as f64 / 1e9 * scale
 }
 
 #[test]
@@ -51,13 +40,15 @@ fn statistics_equal_numpy_and_python_bit_for_bit() {
         1usize, 2, 3, 7, 8, 9, 15, 16, 17, 100, 127, 128, 129, 130, 136, 255, 256, 257, 1000, 1023, 1024,
         1025, 4095, 8191, 8192, 8193, 9000, 16384, 16385, 20001, 65536, 100_001,
     ];
-    let mut rng = Rng(0x5eed);
-    let arrays: Vec<Vec<f64>> = lengths.iter().map(|&n| (0..n).map(|_| rng.duration()).collect()).collect();
+    // proptest's deterministic generator: the same test data every run.
+    let mut rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let arrays: Vec<Vec<f64>> =
+        lengths.iter().map(|&n| (0..n).map(|_| duration(&mut rng)).collect()).collect();
     let mut divisions: Vec<(u64, u64)> =
         vec![(1, 3), ((1 << 53) + 1, 3), (u64::MAX, 7), (u64::MAX - 1, u64::MAX)];
     for _ in 0..200 {
-        let a = rng.next() >> (rng.next() % 64);
-        let b = (rng.next() >> (rng.next() % 64)).max(1);
+        let a = rng.next_u64() >> (rng.next_u64() % 64);
+        let b = (rng.next_u64() >> (rng.next_u64() % 64)).max(1);
         divisions.push((a, b));
     }
     let input = json!({"arrays": arrays, "divisions": divisions});
