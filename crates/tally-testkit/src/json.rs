@@ -179,33 +179,6 @@ pub fn columns_json(columns: &[(String, Value)]) -> Value {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn key_paths_keep_document_order_and_stop_at_opaque_members() {
-        let value = Ordered::parse(r#"{"b": 1, "a": [{"z": 1, "y": 2}], "context": {"q": 1, "p": 2}}"#);
-        assert_eq!(key_paths(&value, &["context"]), [".b", ".a", ".a[0].z", ".a[0].y", ".context"]);
-        assert_eq!(key_paths(&value, &[]).last().map(String::as_str), Some(".context.p"));
-        assert_eq!(value.member("a"), &Ordered::Array(vec![Ordered::parse(r#"{"z": 0, "y": null}"#)]));
-    }
-
-    #[test]
-    fn fixtures_are_the_json_files_sorted_by_name() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        for (name, text) in [("b.json", "[1]"), ("a.json", "{\"k\": 2}"), ("c.txt", "not json")] {
-            std::fs::write(dir.path().join(name), text).expect("write");
-        }
-        let files = json_fixtures(dir.path());
-        assert_eq!(
-            files,
-            [("a".to_owned(), serde_json::json!({"k": 2})), ("b".to_owned(), serde_json::json!([1]))]
-        );
-        assert_eq!(columns_json(&[("x".to_owned(), Value::Null)]), serde_json::json!([["x", null]]));
-    }
-}
-
 /// Where two JSON values differ, or `None`: objects need the same keys and
 /// arrays the same length, member by member (the first difference in `ours`'
 /// key order, then `theirs`'), and any other pair is the caller's to judge
@@ -234,5 +207,32 @@ pub fn json_difference_by(
             .enumerate()
             .find_map(|(index, (x, y))| json_difference_by(x, y, &format!("{path}[{index}]"), leaf)),
         _ => leaf(ours, theirs, path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_paths_keep_document_order_and_stop_at_opaque_members() {
+        let value = Ordered::parse(r#"{"b": 1, "a": [{"z": 1, "y": 2}], "context": {"q": 1, "p": 2}}"#);
+        assert_eq!(key_paths(&value, &["context"]), [".b", ".a", ".a[0].z", ".a[0].y", ".context"]);
+        assert_eq!(key_paths(&value, &[]).last().map(String::as_str), Some(".context.p"));
+        assert_eq!(value.member("a"), &Ordered::Array(vec![Ordered::parse(r#"{"z": 0, "y": null}"#)]));
+    }
+
+    #[test]
+    fn fixtures_are_the_json_files_sorted_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (name, text) in [("b.json", "[1]"), ("a.json", "{\"k\": 2}"), ("c.txt", "not json")] {
+            std::fs::write(dir.path().join(name), text).expect("write");
+        }
+        let files = json_fixtures(dir.path());
+        assert_eq!(
+            files,
+            [("a".to_owned(), serde_json::json!({"k": 2})), ("b".to_owned(), serde_json::json!([1]))]
+        );
+        assert_eq!(columns_json(&[("x".to_owned(), Value::Null)]), serde_json::json!([["x", null]]));
     }
 }
