@@ -82,11 +82,11 @@ pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// tally-cuda's check program (crates/tally-cuda/examples/gpu_check.rs):
+/// tally-cuda's check program (tests/examples/cuda_gpu_check.rs):
 /// event-timed kernels against host time, the device-memory window, clock
 /// calibration and alignment.
 fn cuda(root: &Path) -> anyhow::Result<Outcome> {
-    let program = build_example(root, "tally-cuda", "gpu_check")?;
+    let program = build_example(root, "tally-tests", "cuda_gpu_check")?;
     run_program(root, &program)
 }
 
@@ -106,23 +106,26 @@ fn run_program(root: &Path, program: &Path) -> anyhow::Result<Outcome> {
 
 /// Builds an example in release mode and returns its executable.
 fn build_example(root: &Path, package: &str, example: &str) -> anyhow::Result<PathBuf> {
-    build_example_with(root, package, example, |_| {})
+    build_example_with(root, package, example, &[], |_| {})
 }
 
-/// [`build_example`] with the cargo command adjusted first (e.g. its
-/// environment).
+/// [`build_example`] with `features` of `package` on and the cargo command
+/// adjusted first (e.g. its environment).
 fn build_example_with(
     root: &Path,
     package: &str,
     example: &str,
+    features: &[&str],
     configure: impl FnOnce(&mut Command),
 ) -> anyhow::Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     configure(&mut command);
+    command.current_dir(root).args(["build", "--release", "--package", package, "--example", example]);
+    if !features.is_empty() {
+        command.args(["--features", &features.join(",")]);
+    }
     let output = command
-        .current_dir(root)
-        .args(["build", "--release", "--package", package, "--example", example])
         .args(["--message-format", "json-render-diagnostics"])
         .stderr(Stdio::inherit())
         .output()

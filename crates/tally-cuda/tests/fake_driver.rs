@@ -1,7 +1,8 @@
 //! The crate against a fake `libcuda` (tests/fake_driver/libcuda.c), so the
 //! paths that need a driver run on machines without a GPU: probing, devices,
-//! windows, calibration and alignment, the memory window, and the GPU check
-//! program itself. Each test runs in a child process; see tests/support.
+//! windows, calibration and alignment, and the memory window (the GPU check
+//! program runs on it in tally-tests' `cuda_gpu_check` test). Each test runs
+//! in a child process; see tests/support.
 //!
 //! The fake's "device" is synchronous and its events are stamped with the
 //! host clock at record time, which makes exact expectations possible: a
@@ -10,10 +11,6 @@
 #![allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 
 mod support;
-
-#[allow(dead_code, reason = "the check's main is the example's, not the test's")]
-#[path = "../examples/gpu_check.rs"]
-mod gpu_check;
 
 use std::path::Path;
 use std::time::Duration;
@@ -259,28 +256,5 @@ fn a_driver_without_devices_is_unavailable_without_panicking() {
             adapter.peak_device_memory().expect("no hook error").readings().unavailable_reason,
             Some(reason)
         );
-    });
-}
-
-#[test]
-fn the_gpu_check_program_runs_on_the_fake_driver() {
-    on_fake_driver("the_gpu_check_program_runs_on_the_fake_driver", Fake::Working, &[], || {
-        let gpu_check::Outcome::Ran { device, rows } = gpu_check::run() else {
-            panic!("the fake driver is a driver")
-        };
-        let table = gpu_check::table(&device, &rows);
-        eprintln!("{table}");
-        let checks: Vec<&str> = rows.iter().map(|row| row.check).collect();
-        assert_eq!(
-            checks,
-            ["kernel_vs_host", "kernel_length", "memory_window", "calibration", "aligned_order"]
-        );
-        for row in &rows {
-            // The fake spins on the host CPU, so a loaded machine stretches
-            // its "kernel"; only a GPU can be held to the requested length.
-            if row.check != "kernel_length" {
-                assert!(row.passed, "{} failed on the fake driver:\n{table}", row.check);
-            }
-        }
     });
 }

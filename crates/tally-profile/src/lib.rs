@@ -67,8 +67,6 @@ mod config;
 mod deployment;
 mod embedding;
 mod host;
-#[cfg(feature = "overhead")]
-pub mod overhead;
 pub mod profile;
 mod profiler;
 mod pytext;

@@ -103,7 +103,7 @@ fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> any
     let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
     let (path, made) = cached_artifact(ctx.scratch_dir(), &spec)?;
     let tally = ctx.tally_bin()?;
-    let parse_limit = ctx.release_example("tally-artifact", "parse_limit")?;
+    let parse_limit = ctx.release_example("tally-tests", "parse_limit")?;
     // Best of three: a run of half a second on a shared machine varies by a
     // third from one run to the next; stormlog's ten seconds do not. The
     // CPU time is the best run's too. Each tally run is followed by one run
@@ -165,7 +165,7 @@ fn account_form(ctx: &mut BenchContext, target_bytes: u64, form: GenForm) -> any
     Ok(())
 }
 
-/// The phases of tally-artifact's `parse_limit` example, by their keys in
+/// The phases of the `parse_limit` example (tally-tests), by their keys in
 /// its output.
 const LIMIT_PHASES: [&str; 5] = [
     "read_seconds",
@@ -194,8 +194,8 @@ impl LimitPhases {
     }
 }
 
-/// The floor under reading the same file, from tally-artifact's
-/// `parse_limit` example run beside tally's runs: each phase as MB/s and as
+/// The floor under reading the same file, from the `parse_limit` example
+/// (tally-tests) run beside tally's runs: each phase as MB/s and as
 /// the share of tally account's wall time it would take alone.
 fn limit(ctx: &mut BenchContext, limits: &LimitPhases, bytes: u64, tally_seconds: f64, label: &str) {
     let names = [

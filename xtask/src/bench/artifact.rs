@@ -19,7 +19,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let target_bytes = if ctx.quick() { 15_000_000 } else { 150_000_000 };
     let tally = ctx.tally_bin()?;
     // Holds every record in memory and prints `records decoded_bytes`.
-    let read_all = ctx.release_example("tally-artifact", "read_artifact")?;
+    let read_all = ctx.release_example("tally-tests", "read_artifact")?;
     for form in [GenForm::Embedded, GenForm::Compact] {
         let spec = ArtifactSpec { target_bytes, form, ranks: 4 };
         let (path, made) = cached_artifact(ctx.scratch_dir(), &spec)?;

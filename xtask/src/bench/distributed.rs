@@ -9,7 +9,7 @@
 //!
 //! The in-process rows are the fastest of five aggregations each (the
 //! request already loaded); tally's figures come from the
-//! `aggregate_bench` example of tally-distributed (release build).
+//! `aggregate_bench` example of tally-tests (release build).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -67,7 +67,7 @@ fn same(ours: &Value, theirs: &Value) -> bool {
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let workers: u64 = if ctx.quick() { 1_000 } else { 10_000 };
-    let binary = ctx.release_example("tally-distributed", "aggregate_bench")?;
+    let binary = ctx.release_example("tally-tests", "aggregate_bench")?;
     let request: PathBuf = ctx.scratch_dir().join(format!("distributed-request-{workers}.json"));
     if !request.exists() {
         crate::python::status(

@@ -132,22 +132,24 @@ impl BenchContext {
     /// Builds `package`'s example `example` in release mode and returns its
     /// executable (cargo checks it is up to date on every call).
     pub fn release_example(&self, package: &str, example: &str) -> anyhow::Result<PathBuf> {
-        self.release_example_with(package, example, |_| {})
+        self.release_example_with(package, example, &[], |_| {})
     }
 
-    /// [`BenchContext::release_example`] with the cargo command adjusted
-    /// first (e.g. its `PATH`, for libtorch).
+    /// [`BenchContext::release_example`] with `features` of `package` on and
+    /// the cargo command adjusted first (e.g. its `PATH`, for libtorch).
     pub fn release_example_with(
         &self,
         package: &str,
         example: &str,
+        features: &[&str],
         configure: impl FnOnce(&mut Command),
     ) -> anyhow::Result<PathBuf> {
-        cargo_build_release(
-            &["-p", package, "--example", example],
-            &format!("cargo build --release --example {example}"),
-            configure,
-        )?;
+        let features = features.join(",");
+        let mut args = vec!["-p", package, "--example", example];
+        if !features.is_empty() {
+            args.extend(["--features", &features]);
+        }
+        cargo_build_release(&args, &format!("cargo build --release --example {example}"), configure)?;
         Ok(target_dir().join("release/examples").join(example))
     }
 

@@ -1,6 +1,6 @@
 //! The profiler's overhead on a real ONNX Runtime call, by the paired
-//! method of [`super::paired_overhead`]: tally-onnx's `onnx_overhead`
-//! example writes the MLP as an ONNX model and runs it with the ONNX adapter;
+//! method of [`super::paired_overhead`]: the `onnx_overhead` example of
+//! tally-tests writes the MLP as an ONNX model and runs it with the ONNX adapter;
 //! the reference is vertebrae's `ONNXResourceProfileAdapter` on the same
 //! model file and batch, where the reference Python has `onnxruntime`.
 //!
@@ -54,7 +54,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         );
         return Ok(());
     };
-    let example = ctx.release_example("tally-onnx", "onnx_overhead")?;
+    let example = ctx.release_example("tally-tests", "onnx_overhead")?;
     let dir = ctx.scratch_dir().join("onnx");
     PairedOverhead {
         framework: "onnx",

@@ -1,5 +1,5 @@
-//! The resource profiler's own cost per measured call: tally-profile's
-//! `profile_overhead` example (release build) times a no-op closure bare and
+//! The resource profiler's own cost per measured call: the
+//! `profile_overhead` example of tally-tests (release build) times a no-op closure bare and
 //! through `ResourceProfiler::measure_call`, with host memory off, on (the
 //! kernel's high-water mark) and on with the sampler forced; beside it,
 //! vertebrae's `ResourceProfiler.measure_call` on the same no-op, host memory
@@ -52,7 +52,7 @@ print(json.dumps({"host_memory_on_ns_per_call": (per_call(True, on_calls) - base
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let calls: u64 = if ctx.quick() { 100_000 } else { 1_000_000 };
-    let binary = ctx.release_example("tally-profile", "profile_overhead")?;
+    let binary = ctx.release_example("tally-tests", "profile_overhead")?;
     let (_, stdout) = ctx.run_measured_capture(Command::new(&binary).arg(calls.to_string()))?;
     let ours = parse_json(&stdout, "profile_overhead output")?;
     let ns = |result: &Value, key: &str| json_f64(result, key, "profile_overhead output");

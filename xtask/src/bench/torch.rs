@@ -1,5 +1,6 @@
 //! The profiler's overhead on a real libtorch call, by the paired method of
-//! [`super::paired_overhead`]: tally-torch's `torch_overhead` example builds
+//! [`super::paired_overhead`]: the `torch_overhead` example of tally-tests
+//! (feature `torch`) builds
 //! the MLP with tch::nn on the CPU and profiles it with the Torch adapter
 //! over its VarStore; the reference is vertebrae's
 //! `TorchResourceProfileAdapter` on the same network and batch.
@@ -46,7 +47,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         return Ok(());
     };
     let path = path_with_python_first(&torch);
-    let example = ctx.release_example_with("tally-torch", "torch_overhead", |cargo| {
+    let example = ctx.release_example_with("tally-tests", "torch_overhead", &["torch"], |cargo| {
         cargo.env("PATH", &path);
     })?;
     PairedOverhead {

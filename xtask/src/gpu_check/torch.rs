@@ -1,5 +1,5 @@
 //! The `torch` check: tally-torch's check program
-//! (crates/tally-torch/examples/gpu_check.rs): adapter metadata and
+//! (tests/examples/torch_gpu_check.rs, feature `torch` of tally-tests): adapter metadata and
 //! synchronization on cuda:0, the caching-allocator window (baseline, peaks,
 //! reset), a profiled TorchScript module against its CPU output,
 //! `profile_torchscript` on CUDA, device change and two-device models (with
@@ -29,7 +29,7 @@ pub(super) fn check(root: &Path) -> anyhow::Result<Outcome> {
         )));
     };
     let path = path_with_python_first(&python);
-    let program = build_example_with(root, "tally-torch", "gpu_check", |command| {
+    let program = build_example_with(root, "tally-tests", "torch_gpu_check", &["torch"], |command| {
         command.env("PATH", &path);
     })?;
     run_program(root, &program)

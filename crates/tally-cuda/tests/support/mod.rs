@@ -1,4 +1,5 @@
-//! Running a test against the fake driver in tests/fake_driver/libcuda.c.
+//! Running a test against the fake driver in tests/fake_driver/libcuda.c
+//! (tally-cuda's tests, and tally-tests' run of the GPU check program).
 //!
 //! The dynamic loader reads `LD_LIBRARY_PATH` when a process starts, so the
 //! test re-runs its own binary, filtered to itself, with the fake library's
@@ -82,8 +83,21 @@ fn fake_library(fake: Fake) -> Result<PathBuf, String> {
     cell.get_or_init(|| build(fake)).clone()
 }
 
+/// The fake's C source. This module is also tally-tests' (its
+/// `cuda_gpu_check` test), where the manifest folder is the workspace's
+/// `tests/`.
+fn fake_source() -> PathBuf {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cuda = if manifest.ends_with("tally-cuda") {
+        manifest.to_owned()
+    } else {
+        manifest.join("../crates/tally-cuda")
+    };
+    cuda.join("tests/fake_driver/libcuda.c")
+}
+
 fn build(fake: Fake) -> Result<PathBuf, String> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake_driver/libcuda.c");
+    let source = fake_source();
     let dir = tempfile::Builder::new()
         .prefix("tally-cuda-fake-")
         .tempdir()

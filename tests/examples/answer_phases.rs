@@ -7,7 +7,7 @@
 //! the figure the bench prints.
 //!
 //! ```text
-//! cargo run --release -p tally-conformance --example answer_phases -- [CASES]
+//! cargo run --release -p tally-tests --example answer_phases -- [CASES]
 //! ```
 
 use std::path::PathBuf;
@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use tally_artifact::{ArtifactReader, ReadOptions, RecordDecoder, decompressed, read_artifact, read_batches};
 use tally_conformance::{Inputs, Kind, Options, check, tally_answer};
 use tally_gpu_time::AccountingReport;
-use tally_ingest::{RunOptions, Unwatched, default_import_options, open_inputs, resolve_inputs};
+use tally_ingest::{RunOptions, Unwatched, open_inputs, resolve_inputs};
 
 /// Time spent, summed over the cases or files.
 #[derive(Debug, Default)]
@@ -35,10 +35,9 @@ struct Timings {
 
 impl Timings {
     fn time(&mut self, inputs: &Inputs) {
-        let import = |traces: &[&tally_trace::OpenedInput]| default_import_options(traces, None);
         let options = RunOptions {
             max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
-            import: &import,
+            import: None,
             keep_labels: false,
             threads: 0,
             inline_small_inputs: true,

@@ -22,8 +22,9 @@ fn check(condition: bool, what: impl Into<String>) -> Result<(), String> {
     if condition { Ok(()) } else { Err(what.into()) }
 }
 
+/// One of tally-torch's TorchScript fixtures.
 fn fixture(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/tally-torch/tests/fixtures").join(name)
 }
 
 const MIB: i64 = 1 << 20;

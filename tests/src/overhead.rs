@@ -10,12 +10,14 @@
 //! call ([`PairedSummary::relative_overhead`]); running the same pairs with
 //! a disabled profiler gives the noise floor of the comparison.
 //!
-//! The adapter crates' `*_overhead` examples (behind `cargo xtask bench onnx`
-//! and `cargo xtask bench torch`) use it, after [`calibrate_batch`] has
-//! sized their model's batch to a target call time.
+//! The `onnx_overhead` and `torch_overhead` examples beside it (behind
+//! `cargo xtask bench onnx` and `cargo xtask bench torch`) use it, after
+//! [`calibrate_batch`] has sized their model's batch to a target call time:
+//! both take [`PairedOptions`], time the same MLP shape ([`MLP_WIDTH`],
+//! [`MLP_LAYERS`]) in [`paired_rounds`] and measure [`empty_call_ns`].
 //!
 //! ```
-//! use tally_profile::overhead::{PairedTimings, time_ns};
+//! use tally_tests::overhead::{PairedTimings, time_ns};
 //! let mut timings = PairedTimings::default();
 //! for _ in 0..100 {
 //!     timings.pair(|measured| -> Result<u64, std::convert::Infallible> {
@@ -29,9 +31,111 @@
 //! # Ok::<(), std::convert::Infallible>(())
 //! ```
 //!
-//! [`ResourceProfiler::measure_call`]: crate::ResourceProfiler::measure_call
+//! [`ResourceProfiler::measure_call`]: tally_profile::ResourceProfiler::measure_call
 
 use std::time::Instant;
+
+use tally_profile::{CallSpec, ProfilerConfig, ResourceProfileAdapter, ResourceProfiler};
+
+/// The width of the MLP the adapter benchmarks time: each layer a
+/// `MLP_WIDTH` square matrix product, a bias and a ReLU.
+pub const MLP_WIDTH: u64 = 512;
+/// The layers of that MLP.
+pub const MLP_LAYERS: usize = 4;
+
+/// The options of the adapter benchmarks:
+/// `--calls N --rounds N --target-us N --threads N --disabled`.
+#[derive(Debug, Clone)]
+pub struct PairedOptions {
+    /// Pairs per round.
+    pub calls: usize,
+    /// Rounds, each with a profiler of its own.
+    pub rounds: usize,
+    /// The call time the batch is calibrated to.
+    pub target_ns: u64,
+    /// Intra-op threads of the framework.
+    pub threads: u64,
+    /// Measure with a disabled profiler: the noise floor of the comparison.
+    pub disabled: bool,
+}
+
+impl PairedOptions {
+    /// Parses the program's arguments. A flag these options do not name
+    /// goes with its value to `other`, which returns whether it took it;
+    /// `--threads` above `max_threads` is too many.
+    pub fn parse(max_threads: u64, mut other: impl FnMut(&str, &str) -> bool) -> Result<Self, String> {
+        let mut options = Self { calls: 200, rounds: 10, target_ns: 1_000_000, threads: 1, disabled: false };
+        let mut args = std::env::args().skip(1);
+        while let Some(flag) = args.next() {
+            if flag == "--disabled" {
+                options.disabled = true;
+                continue;
+            }
+            let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
+            let number = || value.parse::<u64>().map_err(|_| format!("{flag}: '{value}' is not a number"));
+            match flag.as_str() {
+                "--calls" => options.calls = number()? as usize,
+                "--rounds" => options.rounds = number()? as usize,
+                "--target-us" => options.target_ns = number()? * 1_000,
+                "--threads" => {
+                    options.threads = Some(number()?)
+                        .filter(|&threads| threads <= max_threads)
+                        .ok_or("--threads: too many")?
+                }
+                flag if other(flag, &value) => {}
+                flag => return Err(format!("unknown option {flag}")),
+            }
+        }
+        Ok(options)
+    }
+}
+
+/// The paired rounds of an adapter benchmark: `options.rounds` rounds of
+/// `options.calls` pairs, each round with a profiler of its own (over
+/// `adapter()`, enabled unless `--disabled`). `time(None)` runs the bare
+/// call and `time(Some(profiler))` the measured one, each returning its
+/// time in ns. After each round `check(recorded, expected)` is handed the
+/// calls the round's profile recorded and the calls it should have.
+pub fn paired_rounds<A: ResourceProfileAdapter + 'static, E>(
+    options: &PairedOptions,
+    adapter: impl Fn() -> Box<A>,
+    mut time: impl FnMut(Option<&mut ResourceProfiler>) -> Result<u64, E>,
+    mut check: impl FnMut(usize, usize) -> Result<(), E>,
+) -> Result<PairedTimings, E> {
+    let mut timings = PairedTimings::with_capacity(options.calls * options.rounds);
+    for _ in 0..options.rounds {
+        let config = ProfilerConfig { enabled: !options.disabled, ..ProfilerConfig::default() };
+        let mut profiler = ResourceProfiler::new(config).with_adapter(adapter());
+        for _ in 0..options.calls {
+            timings.pair(|measured| time(measured.then_some(&mut profiler)))?;
+        }
+        let profile = profiler.finish(false);
+        let expected = if options.disabled { 0 } else { options.calls };
+        check(profile.inference.batch_sizes.len(), expected)?;
+    }
+    Ok(timings)
+}
+
+/// Runs an adapter benchmark's `run`; on an error prints `{name}: {error}`
+/// and exits with status 1.
+pub fn exit_on_error(name: &str, run: impl FnOnce() -> Result<(), Box<dyn std::error::Error>>) {
+    if let Err(error) = run() {
+        eprintln!("{name}: {error}");
+        std::process::exit(1);
+    }
+}
+
+/// The profiler's own cost per call (ns), measured around `calls` empty
+/// calls of `samples` samples with the default configuration: stable where
+/// the paired difference is within the machine's noise.
+pub fn empty_call_ns(adapter: Box<dyn ResourceProfileAdapter>, samples: u64, calls: u32) -> f64 {
+    let mut profiler = ResourceProfiler::new(ProfilerConfig::default()).with_adapter(adapter);
+    let start = Instant::now();
+    for _ in 0..calls {
+        profiler.measure_call(|| (), CallSpec::new(samples, "batch"));
+    }
+    start.elapsed().as_nanos() as f64 / f64::from(calls)
+}
 
 /// Bare and measured call times (ns), recorded in pairs.
 #[derive(Debug, Clone, Default)]
@@ -135,7 +239,7 @@ impl PairedSummary {
 /// ones (rounded down) for an even count; `None` when empty.
 ///
 /// ```
-/// use tally_profile::overhead::median_ns;
+/// use tally_tests::overhead::median_ns;
 /// assert_eq!(median_ns(&[5, 1, 3]), Some(3));
 /// assert_eq!(median_ns(&[4, 1, 2, 8]), Some(3));
 /// assert_eq!(median_ns(&[]), None);

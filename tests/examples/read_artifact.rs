@@ -3,7 +3,7 @@
 //! a benchmark can compare the process's peak RSS with what it keeps.
 //!
 //! ```text
-//! cargo run --release -p tally-artifact --example read_artifact -- FILE
+//! cargo run --release -p tally-tests --example read_artifact -- FILE
 //! ```
 
 use std::collections::HashSet;

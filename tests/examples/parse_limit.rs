@@ -10,7 +10,7 @@
 //! the window's read is the floor under a streaming reader.
 //!
 //! ```text
-//! cargo run --release -p tally-artifact --example parse_limit -- FILE [--repeat N]
+//! cargo run --release -p tally-tests --example parse_limit -- FILE [--repeat N]
 //! ```
 //!
 //! Prints one JSON object: the file's bytes and lines, and for each phase

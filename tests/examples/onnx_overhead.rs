@@ -10,61 +10,41 @@
 //! ```
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use tally_onnx::write::{GraphWriter, Node, TensorPayload};
 use tally_onnx::{
     DataType, OnnxResourceProfileAdapter, OnnxRuntime, OnnxSession, SessionOptions, ShapeBindings,
 };
-use tally_profile::overhead::{PairedTimings, calibrate_batch, time_ns};
-use tally_profile::{CallSpec, ProfilerConfig, ResourceProfiler};
-
-const HIDDEN: u64 = 512;
-const LAYERS: usize = 4;
+use tally_profile::CallSpec;
+use tally_tests::overhead::{
+    MLP_LAYERS as LAYERS, MLP_WIDTH as HIDDEN, PairedOptions, calibrate_batch, empty_call_ns, exit_on_error,
+    paired_rounds, time_ns,
+};
 
 struct Options {
     library: PathBuf,
     dir: PathBuf,
-    calls: usize,
-    rounds: usize,
-    target_ns: u64,
-    threads: usize,
-    /// Measure with a disabled profiler: the noise floor of the comparison.
-    disabled: bool,
+    paired: PairedOptions,
 }
 
 fn parse() -> Result<Options, String> {
-    let mut options = Options {
-        library: PathBuf::new(),
-        dir: std::env::temp_dir(),
-        calls: 200,
-        rounds: 10,
-        target_ns: 1_000_000,
-        threads: 1,
-        disabled: false,
-    };
-    let mut args = std::env::args().skip(1);
-    while let Some(flag) = args.next() {
-        if flag == "--disabled" {
-            options.disabled = true;
-            continue;
+    let mut library = PathBuf::new();
+    let mut dir = std::env::temp_dir();
+    let paired = PairedOptions::parse(u64::MAX, |flag, value| match flag {
+        "--lib" => {
+            library = PathBuf::from(value);
+            true
         }
-        let value = args.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        let number = || value.parse::<u64>().map_err(|_| format!("{flag}: '{value}' is not a number"));
-        match flag.as_str() {
-            "--lib" => options.library = PathBuf::from(&value),
-            "--dir" => options.dir = PathBuf::from(&value),
-            "--calls" => options.calls = number()? as usize,
-            "--rounds" => options.rounds = number()? as usize,
-            "--target-us" => options.target_ns = number()? * 1_000,
-            "--threads" => options.threads = number()? as usize,
-            other => return Err(format!("unknown option {other}")),
+        "--dir" => {
+            dir = PathBuf::from(value);
+            true
         }
-    }
-    if options.library.as_os_str().is_empty() {
+        _ => false,
+    })?;
+    if library.as_os_str().is_empty() {
         return Err("--lib is required".to_owned());
     }
-    Ok(options)
+    Ok(Options { library, dir, paired })
 }
 
 /// An MLP of `LAYERS` square layers with a dynamic batch.
@@ -98,14 +78,14 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let options = parse()?;
     let runtime = OnnxRuntime::load(Some(&options.library))?;
     let model = write_model(&options.dir)?;
-    let session_options = SessionOptions { intra_op_threads: Some(options.threads) };
+    let session_options = SessionOptions { intra_op_threads: Some(options.paired.threads as usize) };
     let mut session = OnnxSession::open(&runtime, &model, &session_options)?;
 
     // Calibrate the batch so one call takes about the target time.
     let inputs_for = |batch: u64| ShapeBindings { batch: Some(batch), ..Default::default() };
     let mut inputs = session.synthetic_inputs(&inputs_for(8))?;
     let mut inputs_batch = 8;
-    let batch = calibrate_batch(8, options.target_ns, 8192, |batch| {
+    let batch = calibrate_batch(8, options.paired.target_ns, 8192, |batch| {
         if batch != inputs_batch {
             inputs = session.synthetic_inputs(&inputs_for(batch))?;
             inputs_batch = batch;
@@ -122,25 +102,24 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     let template = OnnxResourceProfileAdapter::for_session(&session);
     let adapter = || Box::new(template.clone());
-    // The paired method (tally_profile::overhead); one profiler per round.
-    let mut timings = PairedTimings::with_capacity(options.calls * options.rounds);
-    for _ in 0..options.rounds {
-        let config = ProfilerConfig { enabled: !options.disabled, ..ProfilerConfig::default() };
-        let mut profiler = ResourceProfiler::new(config).with_adapter(adapter());
-        for _ in 0..options.calls {
-            timings.pair(|measured| {
-                let (ran, ns) = if measured {
+    // The paired method (tally_tests::overhead); one profiler per round.
+    let timings = paired_rounds(
+        &options.paired,
+        adapter,
+        |profiler| {
+            let (ran, ns) = match profiler {
+                Some(profiler) => {
                     time_ns(|| profiler.measure_call(|| session.run(&inputs), CallSpec::new(batch, "batch")))
-                } else {
-                    time_ns(|| session.run(&inputs))
-                };
-                ran.map(|()| ns)
-            })?;
-        }
-        let profile = profiler.finish(false);
-        let recorded = if options.disabled { 0 } else { options.calls };
-        assert_eq!(profile.inference.batch_sizes.len(), recorded, "every call was recorded");
-    }
+                }
+                None => time_ns(|| session.run(&inputs)),
+            };
+            ran.map(|()| ns)
+        },
+        |recorded, expected| {
+            assert_eq!(recorded, expected, "every call was recorded");
+            Ok(())
+        },
+    )?;
     let summary = timings.summary().ok_or("--calls and --rounds must be positive")?;
     let bare_median = summary.bare_median_ns as f64;
     let measured_median = summary.measured_median_ns as f64;
@@ -149,13 +128,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 
     // The profiler's own cost per call, measured around an empty call:
     // stable where the difference above is within the machine's noise.
-    let mut profiler = ResourceProfiler::new(ProfilerConfig::default()).with_adapter(adapter());
-    let empty_calls = 20_000u32;
-    let start = Instant::now();
-    for _ in 0..empty_calls {
-        profiler.measure_call(|| (), CallSpec::new(batch, "batch"));
-    }
-    let per_empty_call_ns = start.elapsed().as_nanos() as f64 / f64::from(empty_calls);
+    let per_empty_call_ns = empty_call_ns(adapter(), batch, 20_000);
 
     let report = serde_json::json!({
         "library": runtime.library().display().to_string(),
@@ -163,8 +136,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "hidden": HIDDEN,
         "layers": LAYERS,
         "batch": batch,
-        "threads": options.threads,
-        "profiler_enabled": !options.disabled,
+        "threads": options.paired.threads,
+        "profiler_enabled": !options.paired.disabled,
         "calls": summary.pairs,
         "bare_total_ns": bare_total,
         "measured_total_ns": measured_total,
@@ -182,8 +155,5 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() {
-    if let Err(error) = run() {
-        eprintln!("onnx_overhead: {error}");
-        std::process::exit(1);
-    }
+    exit_on_error("onnx_overhead", run);
 }
