@@ -9,7 +9,7 @@ use crate::event::{
     ACTIVITY_INTERVALS_SCHEMA_VERSION, CONTEXT_REFERENCE_SCHEMA_VERSION, CORRELATION_SCHEMA_VERSION,
 };
 use crate::fields::{Fields, json_integer};
-use crate::schema::{self, Source};
+use crate::schema;
 use crate::{
     ActivityDomain, ActivityRef, ArtifactIdentity, Capabilities, ClockAlignment, CorrelationContext,
     CorrelationEvent, EntityRef, EventBody, EventType, InferenceRecord, Iteration, LegacyRecord, Membership,
@@ -337,18 +337,16 @@ pub(crate) fn for_each_record_member<'e>(
     mut put: impl FnMut(&'static str, RecordMember<'e>),
 ) {
     let own = schema::values(event.body());
-    for &(key, source) in schema::record_order(event.event_type()) {
-        put(
-            key,
-            match source {
-                Source::Own(index) => own[index],
-                Source::Context => RecordMember::Context(event.context_arc()),
-                Source::EventId => RecordMember::Text(event.event_id().as_str()),
-                Source::EventType => RecordMember::Text(event.event_type().as_str()),
-                Source::Metadata => RecordMember::Metadata(event.metadata().as_map()),
-                Source::SchemaVersion => RecordMember::Unsigned(u64::from(event.schema_version())),
-            },
-        );
+    // In the order of `schema::EVERY`.
+    let every = [
+        RecordMember::Context(event.context_arc()),
+        RecordMember::Text(event.event_id().as_str()),
+        RecordMember::Text(event.event_type().as_str()),
+        RecordMember::Metadata(event.metadata().as_map()),
+        RecordMember::Unsigned(u64::from(event.schema_version())),
+    ];
+    for &(key, at) in schema::record_order(event.event_type()) {
+        put(key, if at < schema::MOST { own[at] } else { every[at - schema::MOST] });
     }
 }
 

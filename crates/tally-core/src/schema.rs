@@ -143,7 +143,7 @@ pub enum MemberKind {
     SpanStart,
     /// A span's end, `None` by default: at least its start.
     SpanEnd,
-    /// An [`ActivityDomain`], `"unknown"` by default.
+    /// An [`crate::ActivityDomain`], `"unknown"` by default.
     Domain,
     /// `linked` or `unresolved`, required: `linked` exactly when the
     /// activity's `iteration_ref` is present.
@@ -169,7 +169,7 @@ impl Member {
 }
 
 /// The most members an event type has.
-const MOST: usize = 13;
+pub(crate) const MOST: usize = 13;
 
 /// The record member of kind `$kind` whose value the body holds at `$value`.
 #[rustfmt::skip]
@@ -268,40 +268,25 @@ pub fn value_of<'e>(body: &'e EventBody, name: &str) -> Option<RecordMember<'e>>
     Some(values(body)[index])
 }
 
-/// Where a member of a record comes from, for the writer.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Source {
-    /// The member of [`members`] at this index.
-    Own(usize),
-    Context,
-    EventId,
-    EventType,
-    Metadata,
-    SchemaVersion,
-}
+/// The keys every event's record has, in the order of the values the
+/// writer gives them, after those of [`members`].
+pub(crate) const EVERY: [&str; 5] = ["context", "event_id", "event_type", "metadata", "schema_version"];
 
 /// Each event type's record keys in the order `json.dumps(sort_keys=True)`
-/// writes them (by code point), with where each value comes from; indexed
-/// by the type's position in [`EventType::ALL`].
-static RECORD_ORDER: LazyLock<Vec<Vec<(&'static str, Source)>>> = LazyLock::new(|| {
-    let common = [
-        ("context", Source::Context),
-        ("event_id", Source::EventId),
-        ("event_type", Source::EventType),
-        ("metadata", Source::Metadata),
-        ("schema_version", Source::SchemaVersion),
-    ];
+/// writes them (by code point), each with where its value is: the index
+/// of its member in [`members`], or `MOST` and its place in [`EVERY`];
+/// indexed by the type's position in [`EventType::ALL`].
+static RECORD_ORDER: LazyLock<Vec<Vec<(&'static str, usize)>>> = LazyLock::new(|| {
     let order = |event_type| {
-        let own =
-            members(event_type).iter().enumerate().map(|(index, member)| (member.name, Source::Own(index)));
-        let mut keys: Vec<_> = common.into_iter().chain(own).collect();
+        let own = members(event_type).iter().map(|member| member.name).zip(0..);
+        let mut keys: Vec<_> = own.chain(EVERY.into_iter().zip(MOST..)).collect();
         keys.sort_unstable_by_key(|&(key, _)| key);
         keys
     };
     EventType::ALL.iter().copied().map(order).collect()
 });
 
-/// `event_type`'s record keys, sorted, with where each value comes from.
-pub(crate) fn record_order(event_type: EventType) -> &'static [(&'static str, Source)] {
+/// `event_type`'s record keys, sorted, with where each value is.
+pub(crate) fn record_order(event_type: EventType) -> &'static [(&'static str, usize)] {
     &RECORD_ORDER[event_type as usize]
 }
