@@ -88,7 +88,7 @@ pub use line_reader::ArtifactReader;
 pub use open::{Compression, Sniffed, decompressed, decompressed_as, open_artifact};
 pub use read::{
     DEFAULT_MAX_RECORD_BYTES, LineSink, ReadOptions, ReadStats, RecordBatch, read_artifact,
-    read_artifact_from, read_batches, read_events, read_mapped,
+    read_artifact_from, read_batches, read_events, read_mapped, read_sniffed_batches,
 };
 pub use write::{
     ArtifactEncoder, ArtifactWriter, AtomicFile, EncodeError, Form, context_id, encode_artifact,

@@ -150,6 +150,18 @@ pub fn read_batches<R: Read + Send>(
     read_mapped(reader, source_name, options, |batch| batch, sink)
 }
 
+/// [`read_batches`] of an input whose compression is already known
+/// ([`crate::decompressed_as`], for an input its opener sniffed): it is not
+/// sniffed again.
+pub fn read_sniffed_batches<R: Read + Send>(
+    input: Sniffed<R>,
+    source_name: &str,
+    options: &ReadOptions,
+    sink: impl FnMut(RecordBatch) -> Result<(), ArtifactError>,
+) -> Result<ReadStats, ArtifactError> {
+    read_collected(input, source_name, options, |batch| batch, sink)
+}
+
 /// [`read_batches`] with a `map` that runs on the decoding threads, right
 /// after each batch is decoded: a caller that only summarizes records (a
 /// count, a check) does that work, and frees the records, in parallel, and
@@ -188,7 +200,23 @@ where
     S: FnMut(T) -> Result<(), ArtifactError>,
 {
     let stream = decompressed(reader).map_err(|error| ArtifactError::io(source_name, &error))?;
-    let mut sink = sink;
+    read_collected(stream, source_name, options, map, sink)
+}
+
+/// [`read_mapped`] of a sniffed stream.
+fn read_collected<R, T, M, S>(
+    stream: Sniffed<R>,
+    source_name: &str,
+    options: &ReadOptions,
+    map: M,
+    mut sink: S,
+) -> Result<ReadStats, ArtifactError>
+where
+    R: Read + Send,
+    T: Send,
+    M: Fn(RecordBatch) -> T + Sync,
+    S: FnMut(T) -> Result<(), ArtifactError>,
+{
     let flow = read_lines(
         stream,
         source_name,

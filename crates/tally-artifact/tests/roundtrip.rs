@@ -294,7 +294,8 @@ impl tally_artifact::LineSink for Views {
 fn views_read(text: &[u8], options: &ReadOptions) -> Result<(Vec<(u64, String)>, usize), String> {
     let mut all = Views::default();
     let input = tally_artifact::decompressed(text).map_err(|error| error.to_string())?;
-    tally_artifact::read_events(input, "prop", options, Views::default, |chunk| {
+    // The sink never stops the read.
+    let _read_whole = tally_artifact::read_events(input, "prop", options, Views::default, |chunk| {
         all.shown.extend(chunk.shown);
         all.read_as_views += chunk.read_as_views;
         std::ops::ControlFlow::<()>::Continue(())

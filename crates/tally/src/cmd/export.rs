@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use tally_artifact::{ReadOptions, read_batches};
+use tally_artifact::{ReadOptions, decompressed_as, read_sniffed_batches};
 use tally_core::{CorrelationEvent, InferenceRecord};
 
 use super::input::TraceArgs;
@@ -89,7 +89,10 @@ fn read_events(
 ) -> Result<(Vec<CorrelationEvent>, Vec<u64>), tally_artifact::ArtifactError> {
     let options = ReadOptions { max_record_bytes: limits.max_record_bytes, ..ReadOptions::default() };
     let (mut events, mut lines) = (Vec::new(), Vec::new());
-    read_batches(input.into_reader(), name, &options, |batch| {
+    // Opening sniffed it: read as it told, not sniffed again.
+    let compression = input.compression();
+    let input = decompressed_as(input.into_reader(), compression);
+    read_sniffed_batches(input, name, &options, |batch| {
         for (line, record) in batch.lines.into_iter().zip(batch.records) {
             if let InferenceRecord::Event(event) = record {
                 events.push(event);
