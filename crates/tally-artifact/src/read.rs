@@ -204,19 +204,13 @@ where
 }
 
 /// [`read_mapped`] of a sniffed stream.
-fn read_collected<R, T, M, S>(
+fn read_collected<R: Read + Send, T: Send>(
     stream: Sniffed<R>,
     source_name: &str,
     options: &ReadOptions,
-    map: M,
-    mut sink: S,
-) -> Result<ReadStats, ArtifactError>
-where
-    R: Read + Send,
-    T: Send,
-    M: Fn(RecordBatch) -> T + Sync,
-    S: FnMut(T) -> Result<(), ArtifactError>,
-{
+    map: impl Fn(RecordBatch) -> T + Sync,
+    mut sink: impl FnMut(T) -> Result<(), ArtifactError>,
+) -> Result<ReadStats, ArtifactError> {
     let flow = read_lines(
         stream,
         source_name,
