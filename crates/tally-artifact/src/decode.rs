@@ -7,8 +7,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use tally_core::{
     CONTEXT_REFERENCE_SCHEMA_VERSION, CorrelationContext, EventType, InferenceRecord, parse_record_map,
-    python_json_eq,
 };
+use tally_utils::json_eq::python_json_eq;
 
 use crate::error::{ArtifactError, ErrorKind};
 use crate::lines::is_blank;

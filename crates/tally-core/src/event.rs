@@ -66,7 +66,7 @@ impl PartialEq for Metadata {
     fn eq(&self, other: &Self) -> bool {
         self.0.len() == other.0.len()
             && self.0.iter().all(|(key, value)| {
-                other.0.get(key).is_some_and(|theirs| crate::python_json_eq(value, theirs))
+                other.0.get(key).is_some_and(|theirs| tally_utils::json_eq::python_json_eq(value, theirs))
             })
     }
 }

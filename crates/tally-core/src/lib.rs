@@ -2,10 +2,9 @@
 //!
 //! The event model of tally: correlation events exactly as stormlog 0.4.3
 //! defines them, and the small primitives both halves of tally share
-//! (non-empty strings, validation errors, [`string_enum!`] and Python
-//! equality of JSON values). The byte-level tools beneath them (interval
-//! arithmetic, hashing, decimal digits, Python's reading of JSON text) are
-//! the internal crate `tally-utils`'.
+//! (non-empty strings, validation errors, [`string_enum!`]). The tools
+//! beneath them (interval arithmetic, hashing, decimal digits, Python's
+//! reading and equality of JSON) are the internal crate `tally-utils`'.
 //!
 //! This crate is plain data and validation. It opens no file and knows no
 //! file format beyond one JSON record: reading and writing artifacts is
@@ -48,7 +47,6 @@ mod context;
 mod error;
 mod event;
 mod fields;
-mod json_eq;
 mod record;
 pub mod schema;
 mod span;
@@ -65,7 +63,6 @@ pub use event::{
     Stage, TokenCounts,
 };
 pub use fields::json_integer;
-pub use json_eq::python_json_eq;
 pub use record::{RecordMember, parse_inference_record, parse_record_map, record_schema_version};
 pub use schema::EventType;
 pub use span::{Interval, Span};

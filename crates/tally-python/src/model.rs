@@ -611,7 +611,7 @@ impl PyLegacy {
         let py = other.py();
         match other.cast::<PyLegacy>() {
             Ok(theirs) => {
-                let equal = tally_core::python_json_eq(
+                let equal = tally_utils::json_eq::python_json_eq(
                     &Value::Object(self.raw.clone()),
                     &Value::Object(theirs.get().raw.clone()),
                 );

@@ -296,7 +296,7 @@ impl ContentHasher {
         self.json_object_end(map.len());
     }
 
-    /// The same normalisation as `tally_core::python_json_eq`.
+    /// The same normalisation as [`crate::json_eq::python_json_eq`].
     fn json_number(&mut self, number: &Number) {
         if let Some(unsigned) = number.as_u64() {
             return self.json_integer(i128::from(unsigned));

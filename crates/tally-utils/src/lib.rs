@@ -8,8 +8,9 @@
 //! - [`interval`]: interval arithmetic (sums, unions, busy periods, sweeps
 //!   with gaps, concurrency and labelled coverage, the radix sort).
 //! - [`fast_hash`]: the fast hasher of in-memory tables.
-//! - [`content_hash`]: 128-bit hashes of JSON content under Python's
-//!   equality, the same from a decoded value and from JSON text.
+//! - [`json_eq`] and [`content_hash`]: Python's equality of decoded JSON
+//!   (`1 == 1.0`), and 128-bit hashes of JSON content under that equality,
+//!   the same from a decoded value and from JSON text.
 //! - [`byte_search`] and [`decimal`]: the word-at-a-time byte search and
 //!   decimal digits of the fast scanners.
 //! - [`json_text`]: where Python reads JSON text otherwise than serde_json
@@ -27,5 +28,6 @@ pub mod document;
 pub mod fast_hash;
 pub mod intern;
 pub mod interval;
+pub mod json_eq;
 pub mod json_text;
 pub mod sniff;

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tally_core::python_json_eq;
+use tally_utils::json_eq::python_json_eq;
 use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata, ResourceProfile,

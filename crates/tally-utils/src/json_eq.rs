@@ -10,7 +10,7 @@ use serde_json::{Number, Value};
 ///
 /// ```
 /// use serde_json::json;
-/// use tally_core::python_json_eq;
+/// use tally_utils::json_eq::python_json_eq;
 /// assert!(python_json_eq(&json!({"a": 1}), &json!({"a": 1.0})));
 /// assert!(python_json_eq(&json!([true]), &json!([1])));
 /// assert!(!python_json_eq(&json!("1"), &json!(1)));
