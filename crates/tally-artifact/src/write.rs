@@ -106,7 +106,10 @@ impl ArtifactEncoder {
                 let transport = raw.contains_key("context_id")
                     || legacy.event_type() == CONTEXT_EVENT_TYPE
                     || raw.get("schema_version").is_some_and(|version| {
-                        tally_utils::json_eq::python_json_eq(version, &Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION))
+                        tally_utils::json_eq::python_json_eq(
+                            version,
+                            &Value::from(CONTEXT_REFERENCE_SCHEMA_VERSION),
+                        )
                     });
                 if transport {
                     // It would not read back; stormlog's encoder refuses it too.

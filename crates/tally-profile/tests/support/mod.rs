@@ -8,7 +8,6 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use tally_utils::json_eq::python_json_eq;
 use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata, ResourceProfile,
@@ -19,6 +18,7 @@ use tally_profile::{
     StoreError, StoredEmbeddingStat,
 };
 use tally_testkit::json::{Ordered, committed_fixtures, json_difference_by, key_paths};
+use tally_utils::json_eq::python_json_eq;
 
 pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/profile")
