@@ -174,30 +174,6 @@ pub fn open_inputs(
     paths.iter().map(|path| tally_trace::open_input(path, forced).map_err(InputError::Open)).collect()
 }
 
-/// The traces imported into one run, each record passed to `each` as soon
-/// as it is built, so none is kept (a GPU event or runtime call by its
-/// parts: [`TraceRecord::view`] is what a resolver reads,
-/// [`TraceRecord::into_event`] the full event); `each`'s error stops the
-/// import and is returned as it was.
-pub fn for_each_trace_record<E: From<String>>(
-    traces: Vec<OpenedInput>,
-    options: &ImportOptions,
-    mut each: impl FnMut(TraceRecord<'_>) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut refused: Option<E> = None;
-    let outcome = tally_trace::import_records(traces, options, &mut |record| {
-        each(record).map_err(|error| {
-            refused = Some(error);
-            "stopped".into()
-        })
-    });
-    match (outcome, refused) {
-        (_, Some(error)) => Err(error),
-        (Err(error), None) => Err(E::from(error.to_string())),
-        (Ok(_), None) => Ok(()),
-    }
-}
-
 /// Imported trace records resolved at a time.
 const TRACE_BATCH: usize = 512;
 

@@ -33,11 +33,16 @@ pub fn import_trace<'py>(
             tally_ingest::default_import_options(&inputs.iter().collect::<Vec<_>>(), run_id.as_deref())
                 .map_err(PyValueError::new_err)?;
         let mut records = Vec::new();
-        tally_ingest::for_each_trace_record(inputs, &options, |record| {
-            records.push(InferenceRecord::Event(record.into_event().map_err(|error| error.to_string())?));
-            Ok::<(), String>(())
+        tally_trace::import_records(inputs, &options, &mut |record| {
+            records.push(InferenceRecord::Event(record.into_event()?));
+            Ok(())
         })
-        .map_err(PyValueError::new_err)?;
+        .map_err(|error| match error.kind() {
+            // An event the model refuses is said as the model says it,
+            // without the trace's path, as stormlog raises it.
+            tally_trace::TraceErrorKind::Sink(refused) => PyValueError::new_err(refused.to_string()),
+            _ => PyValueError::new_err(error.to_string()),
+        })?;
         Ok(records)
     })?;
     let list = PyList::empty(py);

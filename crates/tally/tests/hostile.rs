@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
-use tally_testkit::records::{context, iteration};
+use tally_testkit::records::iteration;
 
 /// The child's address space: ample for tally's bounded readers (about a
 /// limit) and its threads, far below what an unbounded one takes.

@@ -13,18 +13,8 @@ use tally_ingest::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_resolve::StreamedRun;
 use tally_trace::OpenedInput;
 
+use super::Layout;
 use super::progress::Progress;
-
-/// How `account` and `shares` print their result.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum Layout {
-    /// Readable tables for people.
-    #[default]
-    #[value(alias = "text")]
-    Table,
-    /// One JSON object; integers stay integers.
-    Json,
-}
 
 /// Arguments of `tally account`.
 #[derive(Debug, clap::Args)]

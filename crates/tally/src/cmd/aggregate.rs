@@ -25,7 +25,7 @@ use tally_distributed::{AggregateError, AggregateOptions, AggregateRequest, Dist
 use tally_profile::profile::ResourceProfile;
 use tally_profile::{EmbeddingMetadata, EmbeddingStore, LocalEmbeddingStore};
 
-use super::account::Layout;
+use super::Layout;
 use super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};
 
 /// Arguments of `tally aggregate`.

@@ -11,7 +11,8 @@ use std::process::ExitCode;
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, DeviceBreakdown, breakdown};
 use tally_gpu_time::category::{Category, CategoryRules};
 
-use super::account::{Layout, Purpose, ratio, readable_ns, resolve_files, table::table};
+use super::Layout;
+use super::account::{Purpose, ratio, readable_ns, resolve_files, table::table};
 
 /// What `--by` splits the device rows by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -9,15 +9,7 @@ use std::time::Duration;
 use tally_conformance::corpus::default_corpus_dir;
 use tally_conformance::{BatchImplementation, CommandImplementation, Implementation, Kind, Options, check};
 
-/// How `conform` prints its report.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum ReportFormat {
-    /// A table per kind and source, and each finding's short diff.
-    #[default]
-    Table,
-    /// One JSON object.
-    Json,
-}
+use super::Layout;
 
 /// Arguments of `tally conform`.
 #[derive(Debug, clap::Args)]
@@ -49,8 +41,8 @@ pub struct Args {
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Report format.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Table)]
-    pub format: ReportFormat,
+    #[arg(long, value_enum, default_value_t = Layout::Table)]
+    pub format: Layout,
     /// Seconds an implementation may take for one case.
     #[arg(long, value_name = "SECONDS", default_value_t = 30.0, value_parser = parse_seconds)]
     pub timeout: f64,
@@ -159,8 +151,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         }
     };
     match args.format {
-        ReportFormat::Json => println!("{}", serde_json::to_string_pretty(&report.to_json())?),
-        ReportFormat::Table => print!("{}", report.table()),
+        Layout::Json => println!("{}", serde_json::to_string_pretty(&report.to_json())?),
+        Layout::Table => print!("{}", report.table()),
     }
     Ok(if report.all_agree() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

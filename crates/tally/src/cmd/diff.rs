@@ -9,7 +9,8 @@ use std::process::ExitCode;
 use tally_gpu_time::category::Category;
 use tally_gpu_time::diff::{BreakdownDiff, Change, diff};
 
-use super::account::{Layout, readable_ns, table::table};
+use super::Layout;
+use super::account::{readable_ns, table::table};
 use super::breakdown::{run_breakdown, shorten};
 
 const JSON_HELP: &str = "\

@@ -19,7 +19,21 @@ mod readable;
 pub mod shares;
 pub mod validate;
 
-/// How a command prints its result.
+/// How a command that prints tables prints its result (`account`,
+/// `breakdown`, `shares`, `diff`, `profile`, `aggregate`, `conform`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Layout {
+    /// Readable tables for people.
+    #[default]
+    #[value(alias = "text")]
+    Table,
+    /// One JSON object; integers stay integers.
+    Json,
+}
+
+/// How a command that prints prose prints its result (`validate`,
+/// `cuda-info`): its own value names, `text` and `json`, which scripts
+/// already pass, so it stays apart from [`Layout`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum Format {
     /// Aligned text for people.

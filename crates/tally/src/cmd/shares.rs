@@ -10,7 +10,8 @@ use std::process::ExitCode;
 
 use tally_gpu_time::{ShareError, ShareModel, account_gpu_time};
 
-use super::account::{Layout, Purpose, readable_ns, resolve_files};
+use super::Layout;
+use super::account::{Purpose, readable_ns, resolve_files};
 use super::input::TraceArgs;
 
 /// Arguments of `tally shares`.

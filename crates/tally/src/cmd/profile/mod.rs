@@ -22,7 +22,7 @@ use std::process::ExitCode;
 
 use anyhow::bail;
 
-use super::account::Layout;
+use super::Layout;
 
 /// Arguments of `tally profile`.
 #[derive(Debug, clap::Args)]

@@ -8,7 +8,7 @@ use anyhow::Context;
 use serde_json::Value;
 use tally_profile::profile::ResourceProfile;
 
-use super::super::account::Layout;
+use super::super::Layout;
 use super::super::readable::{model_summary, optional_bytes, readable_bytes, seconds, write_warnings};
 
 /// What a model run adds to the printed profile.
