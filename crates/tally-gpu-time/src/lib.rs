@@ -43,7 +43,7 @@
 //! the peak concurrency, the busy envelope and the idle gaps inside it; and
 //! [`GpuTime::overlap_factor`] gives summed over busy. The interval
 //! arithmetic underneath (and its rule for empty intervals) is
-//! [`tally_core::interval`], shared with the trace import.
+//! [`tally_utils::interval`], shared with the trace import.
 //!
 //! # Differences from stormlog
 //!

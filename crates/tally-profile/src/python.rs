@@ -13,12 +13,30 @@ use std::collections::BTreeSet;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyInt;
 
 use crate::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, ModelFootprintMeasurement,
     ResourceAdapterMetadata,
 };
 use crate::{HookError, ResourceProfileAdapter};
+
+/// Python's `int(value)`, read as `T`: how vertebrae turns what a
+/// framework hands back (a numpy integer, a tensor's dimension, a memory
+/// figure) into the Python integer it adds. The one reading for this crate,
+/// the adapters' Python forms and the Python package; a value `T` cannot
+/// hold raises Python's `OverflowError`.
+///
+/// # Errors
+///
+/// What `int()` raises (`TypeError` for `None`, `ValueError` for a
+/// non-numeric string), or `OverflowError`.
+pub fn python_int<'py, T>(value: &Bound<'py, PyAny>) -> PyResult<T>
+where
+    T: for<'a> FromPyObject<'a, 'py, Error = PyErr>,
+{
+    value.py().get_type::<PyInt>().call1((value,))?.extract()
+}
 
 /// vertebrae's `_tensorflow_values_size`: the element count and bytes of
 /// the values that have a `shape` (not `None`). Each dimension is read with
@@ -39,7 +57,6 @@ use crate::{HookError, ResourceProfileAdapter};
 /// `TypeError` numpy raises for an unknown dtype.
 pub fn values_size(py: Python<'_>, values: &[Bound<'_, PyAny>]) -> PyResult<(i128, i128)> {
     let numpy = py.import("numpy")?;
-    let int = py.import("builtins")?.getattr("int")?;
     let (mut count, mut bytes) = (0i128, 0i128);
     for value in values {
         let Some(shape) = value.getattr_opt("shape")?.filter(|shape| !shape.is_none()) else {
@@ -47,7 +64,7 @@ pub fn values_size(py: Python<'_>, values: &[Bound<'_, PyAny>]) -> PyResult<(i12
         };
         let mut elements: i64 = 1;
         for dimension in shape.try_iter()? {
-            elements = elements.wrapping_mul(int.call1((dimension?,))?.extract::<i64>()?);
+            elements = elements.wrapping_mul(python_int::<i64>(&dimension?)?);
         }
         let dtype = match value.getattr_opt("dtype")? {
             Some(dtype) => dtype.getattr_opt("as_numpy_dtype")?.unwrap_or(dtype),

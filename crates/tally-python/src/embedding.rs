@@ -50,7 +50,7 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Truthy {
 /// Python's `int(value)` as a size: a negative or wider-than-64-bit
 /// integer is an `OverflowError` (tally's sizes are `u64`).
 fn int_of(value: &Bound<'_, PyAny>) -> PyResult<u64> {
-    value.py().import("builtins")?.getattr("int")?.call1((value,))?.extract()
+    tally_profile::python::python_int(value)
 }
 
 /// Every entry of a shape-like sequence through `int()`.

@@ -51,6 +51,7 @@ use tally_profile::profile::{
     ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata,
 };
 use tally_profile::python::PythonHooks;
+use tally_profile::python::python_int;
 use tally_profile::python::{deduplicated, nonnegative, values_size, weight_dtypes};
 
 const AMBIGUOUS_DEVICE: &str = "TensorFlow device resolution is ambiguous across visible devices.";
@@ -275,11 +276,6 @@ fn memory_api<'py>(tf: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>
     }
 }
 
-/// Python's `int(value)`.
-fn python_int(value: &Bound<'_, PyAny>) -> PyResult<i128> {
-    value.py().import("builtins")?.getattr("int")?.call1((value,))?.extract()
-}
-
 /// `getattr(model, first, ()) or getattr(model, second, ())`.
 fn either<'py>(model: &Bound<'py, PyAny>, first: &str, second: &str) -> PyResult<Bound<'py, PyAny>> {
     if let Some(values) = model.getattr_opt(first)?
@@ -372,7 +368,7 @@ impl PythonHooks for TensorFlowAdapter {
             return Ok(AdapterOperationResult::unavailable(Some(NO_MEMORY_INFO)));
         };
         let info = experimental.call_method1("get_memory_info", (&device,))?;
-        let baseline = python_int(&info.call_method1("get", ("current", 0))?)?;
+        let baseline = python_int::<i128>(&info.call_method1("get", ("current", 0))?)?;
         self.window().baseline_allocated = Some(baseline);
         if !experimental.hasattr("reset_memory_stats")? {
             return Ok(AdapterOperationResult::unavailable(Some(NO_RESET)));
@@ -415,7 +411,7 @@ impl PythonHooks for TensorFlowAdapter {
                 .with_backend_device(backend, Some(device)));
         };
         let info = experimental.call_method1("get_memory_info", (&device,))?;
-        let peak = python_int(&info.call_method1("get", ("peak", 0))?)?;
+        let peak = python_int::<i128>(&info.call_method1("get", ("peak", 0))?)?;
         let readings = DeviceMemoryReadings {
             backend,
             device: Some(device),

@@ -13,12 +13,12 @@ use std::sync::{Mutex, PoisonError};
 
 use pyo3::exceptions::{PyAttributeError, PyOverflowError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyInt;
 use tally_profile::profile::{
     AdapterOperationResult, DeploymentArtifact, DeviceMemoryMeasurement, DeviceMemoryReadings,
     ModelFootprintMeasurement, ModelFootprintReadings, ResourceAdapterMetadata,
 };
 use tally_profile::python::PythonHooks;
+use tally_profile::python::python_int;
 
 const MULTI_DEVICE_REASON: &str =
     "multi_device_model: scoped allocator peaks are unavailable for Torch models spanning multiple devices.";
@@ -216,11 +216,6 @@ fn is_type(device: &Bound<'_, PyAny>, kind: &str) -> PyResult<bool> {
     device.getattr("type")?.eq(kind)
 }
 
-/// Python's `int(value)`.
-fn python_int(value: &Bound<'_, PyAny>) -> PyResult<i128> {
-    value.py().get_type::<PyInt>().call1((value,))?.extract()
-}
-
 fn overflow() -> PyErr {
     PyOverflowError::new_err("the model's size exceeds the 128-bit range tally adds in")
 }
@@ -237,12 +232,12 @@ fn size(name: &str, value: Option<i128>) -> PyResult<Option<u64>> {
 }
 
 fn numel(value: &Bound<'_, PyAny>) -> PyResult<i128> {
-    python_int(&value.call_method0("numel")?)
+    python_int::<i128>(&value.call_method0("numel")?)
 }
 
 fn tensor_bytes(value: &Bound<'_, PyAny>) -> PyResult<i128> {
     let elements = numel(value)?;
-    let element_size = python_int(&value.call_method0("element_size")?)?;
+    let element_size = python_int::<i128>(&value.call_method0("element_size")?)?;
     elements.checked_mul(element_size).ok_or_else(overflow)
 }
 
@@ -404,9 +399,9 @@ impl PythonHooks for TorchAdapter {
             ))));
         }
         let cuda = torch.getattr("cuda")?;
-        let allocated = python_int(&cuda.call_method1("memory_allocated", (device,))?)?;
+        let allocated = python_int::<i128>(&cuda.call_method1("memory_allocated", (device,))?)?;
         self.with_window(|window| window.baseline_allocated = Some(allocated));
-        let reserved = python_int(&cuda.call_method1("memory_reserved", (device,))?)?;
+        let reserved = python_int::<i128>(&cuda.call_method1("memory_reserved", (device,))?)?;
         self.with_window(|window| window.baseline_reserved = Some(reserved));
         cuda.call_method1("reset_peak_memory_stats", (device,))?;
         let name = device.str()?.to_string();
@@ -449,8 +444,8 @@ impl PythonHooks for TorchAdapter {
                 .with_backend_device(backend, Some(name)));
         }
         let cuda = torch.getattr("cuda")?;
-        let peak_allocated = python_int(&cuda.call_method1("max_memory_allocated", (device,))?)?;
-        let peak_reserved = python_int(&cuda.call_method1("max_memory_reserved", (device,))?)?;
+        let peak_allocated = python_int::<i128>(&cuda.call_method1("max_memory_allocated", (device,))?)?;
+        let peak_reserved = python_int::<i128>(&cuda.call_method1("max_memory_reserved", (device,))?)?;
         let readings = DeviceMemoryReadings {
             backend,
             device: Some(name),

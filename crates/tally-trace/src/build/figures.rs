@@ -1,6 +1,6 @@
 //! Each device's figures for the summary: its busy time (the union of its
 //! events), its launch span (that union with the spans of multi-event
-//! launch records) and its summed time, through `tally_core::interval` as
+//! launch records) and its summed time, through `tally_utils::interval` as
 //! the accounting computes them.
 
 use std::collections::BTreeMap;
