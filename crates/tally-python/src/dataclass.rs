@@ -21,26 +21,17 @@
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyList, PyString, PyTuple};
 use tally_core::schema::{Member, MemberKind};
 
 /// The dataclass made from each declaration, by class name.
 static PROXIES: PyOnceLock<Py<PyDict>> = PyOnceLock::new();
 
-/// A field's default, as stormlog declares it.
-#[derive(Clone, Copy)]
-pub enum Default {
-    /// No default: the field is required.
-    Required,
-    /// `= None`.
-    None,
-    /// `= "text"`.
-    Text(&'static str),
-    /// `= field(default_factory=dict)`.
-    EmptyDict,
-    /// `= field(default_factory=list)`.
-    EmptyList,
-}
+// A field's default: the one description of what a dataclass field
+// defaults to is tally-profile's (vertebrae's defaults are a superset of
+// stormlog's), so both peers' classes are declared by one conversion,
+// `declare_field`'s.
+pub use tally_profile::profile::schema::FieldDefault as Default;
 
 /// One declared field.
 #[derive(Clone, Copy)]
@@ -230,31 +221,32 @@ pub const CLASSES: &[Class] = &[
     ),
 ];
 
-/// A field's default as `dataclasses.field` takes it.
-pub enum Declared<'py> {
-    /// No default: the field is required.
-    Required,
-    /// `field(default=value)`.
-    Value(Bound<'py, PyAny>),
-    /// `field(default_factory=builtins.<name>)`.
-    Factory(&'static str),
-}
-
 /// One `(name, annotation, dataclasses.field(...))` entry of the field list
 /// [`make_dataclass`] takes.
 pub fn declare_field<'py>(
     py: Python<'py>,
     name: &str,
     annotation: Bound<'py, PyAny>,
-    default: Declared<'py>,
+    default: Default,
 ) -> PyResult<Bound<'py, PyTuple>> {
     let options = PyDict::new(py);
-    match default {
-        Declared::Required => {}
-        Declared::Value(value) => options.set_item("default", value)?,
-        Declared::Factory(name) => {
-            options.set_item("default_factory", py.import("builtins")?.getattr(name)?)?
+    let value = match default {
+        Default::Required => None,
+        Default::None => Some(py.None().into_bound(py)),
+        Default::False => Some(PyBool::new(py, false).to_owned().into_any()),
+        Default::True => Some(PyBool::new(py, true).to_owned().into_any()),
+        Default::Zero => Some(0_i64.into_pyobject(py)?.into_any()),
+        Default::Real(value) => Some(PyFloat::new(py, value).into_any()),
+        Default::Text(text) => Some(PyString::new(py, text).into_any()),
+        Default::EmptyTuple => Some(PyTuple::empty(py).into_any()),
+        Default::EmptyList | Default::EmptyDict => {
+            let factory = if matches!(default, Default::EmptyList) { "list" } else { "dict" };
+            options.set_item("default_factory", py.import("builtins")?.getattr(factory)?)?;
+            None
         }
+    };
+    if let Some(value) = value {
+        options.set_item("default", value)?;
     }
     let made = py.import("dataclasses")?.getattr("field")?.call((), Some(&options))?;
     PyTuple::new(py, [name.into_pyobject(py)?.into_any(), annotation, made])
@@ -298,18 +290,11 @@ pub fn install(module: &Bound<'_, PyModule>) -> PyResult<()> {
     for class in CLASSES.iter().chain(EVENT_CLASSES) {
         let declared = PyList::empty(py);
         for field in class.base.iter().chain(class.fields) {
-            let default = match field.default {
-                Default::Required => Declared::Required,
-                Default::None => Declared::Value(py.None().into_bound(py)),
-                Default::Text(text) => Declared::Value(text.into_pyobject(py)?.into_any()),
-                Default::EmptyDict => Declared::Factory("dict"),
-                Default::EmptyList => Declared::Factory("list"),
-            };
             declared.append(declare_field(
                 py,
                 field.name,
                 field.annotation.into_pyobject(py)?.into_any(),
-                default,
+                field.default,
             )?)?;
         }
         let proxy = make_dataclass(py, class.name, &declared, true, Some(class.kw_only), None)?;

@@ -22,7 +22,7 @@
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use tally_profile::profile::schema::{
@@ -35,7 +35,7 @@ use tally_profile::profile::{
 use tally_profile::{HookError, ResourceProfileAdapter};
 
 use crate::convert::{to_json, to_python};
-use crate::dataclass::{Declared, declare_field, make_dataclass};
+use crate::dataclass::{declare_field, make_dataclass};
 
 /// Makes every schema class with `dataclasses.make_dataclass` and adds it
 /// to `module`, named as in `tally.profiling`.
@@ -43,23 +43,12 @@ pub fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = module.py();
     let partialmethod = py.import("functools")?.getattr("partialmethod")?;
     let check = module.getattr("_check_dataclass")?;
+    // vertebrae's classes are declared with `Any` for every annotation.
+    let any = py.import("typing")?.getattr("Any")?;
     for class in DATACLASSES {
         let fields = PyList::empty(py);
         for field in class.fields {
-            let default = match field.default {
-                D::Required => Declared::Required,
-                D::None => Declared::Value(py.None().into_bound(py)),
-                D::False => Declared::Value(PyBool::new(py, false).to_owned().into_any()),
-                D::True => Declared::Value(PyBool::new(py, true).to_owned().into_any()),
-                D::Zero => Declared::Value(0_i64.into_pyobject(py)?.into_any()),
-                D::Real(value) => Declared::Value(PyFloat::new(py, value).into_any()),
-                D::Text(text) => Declared::Value(PyString::new(py, text).into_any()),
-                D::EmptyTuple => Declared::Value(PyTuple::empty(py).into_any()),
-                D::EmptyList => Declared::Factory("list"),
-                D::EmptyDict => Declared::Factory("dict"),
-            };
-            let any = py.import("typing")?.getattr("Any")?;
-            fields.append(declare_field(py, field.name, any, default)?)?;
+            fields.append(declare_field(py, field.name, any.clone(), field.default)?)?;
         }
         let namespace = PyDict::new(py);
         namespace.set_item("__doc__", class.doc)?;
