@@ -192,8 +192,15 @@ pub struct ActivityRef {
 impl ActivityRef {
     /// `linked` or `unresolved`, as written in `attribution_status`.
     pub fn attribution_status(&self) -> &'static str {
-        if self.iteration_ref.is_some() { "linked" } else { "unresolved" }
+        attribution_status(self.iteration_ref.as_ref())
     }
+}
+
+/// The rule of `attribution_status`: `linked` when the activity names an
+/// iteration. The record writer reads it from the schema's path to the
+/// iteration reference, so it is stated here once for both.
+pub(crate) fn attribution_status(iteration_ref: Option<&EntityRef>) -> &'static str {
+    if iteration_ref.is_some() { "linked" } else { "unresolved" }
 }
 
 /// `infer.capabilities`: availability and outcome of one capture component.

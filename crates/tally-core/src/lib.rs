@@ -68,13 +68,6 @@ pub use schema::EventType;
 pub use span::{Interval, Span};
 pub use text::NonEmptyString;
 
-// `view` hashes metadata as `crate::metadata_hash` and its docs name
-// `crate::ContentHasher`: the one content hash is tally-utils', imported,
-// not re-exported (no public signature here takes the hasher).
-#[cfg(doc)]
-use tally_utils::content_hash::ContentHasher;
-use tally_utils::content_hash::metadata_hash;
-
 // The serde that `string_enum!` expands to, whatever the calling crate names it.
 #[doc(hidden)]
 pub use serde as __serde;

@@ -186,9 +186,7 @@ macro_rules! read {
     (SpanStart, $value:expr) => { read!(OptionalCount, $value.start_ns()) };
     (SpanEnd, $value:expr) => { read!(OptionalCount, $value.end_ns()) };
     (Domain, $value:expr) => { RecordMember::Text($value.as_str()) };
-    (Attribution, $value:expr) => {
-        RecordMember::Text(if $value.is_some() { "linked" } else { "unresolved" })
-    };
+    (Attribution, $value:expr) => { RecordMember::Text(crate::event::attribution_status($value.as_ref())) };
 }
 pub(crate) use read;
 

@@ -8,8 +8,8 @@
 //! model's rules first (non-empty strings, `end_ns >= start_ns`, a linked
 //! activity's iteration, `metadata.intervals`), as the constructors do.
 //!
-//! Metadata is carried as a digest: its [`crate::ContentHasher`] hash (see
-//! [`crate::metadata_hash`]), the activity name it gives, and an activity's
+//! Metadata is carried as a digest: its [`ContentHasher`](tally_utils::content_hash::ContentHasher) hash (see
+//! [`metadata_hash`]), the activity name it gives, and an activity's
 //! listed busy intervals. Nothing downstream of resolution reads more of it.
 
 use std::borrow::Cow;
@@ -19,6 +19,7 @@ use crate::{
     ActivityDomain, BusyIntervals, Capabilities, CorrelationContext, CorrelationEvent, EntityRef, EventBody,
     Interval, Metadata, Span, TokenCounts,
 };
+use tally_utils::content_hash::metadata_hash;
 
 /// An entity reference: both parts non-empty, by construction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -127,7 +128,7 @@ pub enum BodyView<'a> {
 /// What is read of an event's metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataDigest<'a> {
-    /// [`crate::metadata_hash`] of the whole object.
+    /// [`metadata_hash`] of the whole object.
     pub hash: u128,
     /// Its activity name ([`activity_name`]).
     pub name: Option<&'a str>,
@@ -193,7 +194,7 @@ impl CorrelationEvent {
     /// The event as a view.
     pub fn view(&self) -> EventView<'_> {
         let metadata = MetadataDigest {
-            hash: crate::metadata_hash(self.metadata().as_map()),
+            hash: metadata_hash(self.metadata().as_map()),
             name: activity_name(self.metadata()),
             intervals: match self.busy_intervals() {
                 Some(BusyIntervals::Listed(list)) => Some(Cow::Borrowed(list)),

@@ -15,7 +15,7 @@
 
 use std::hash::Hash;
 
-use tally_core::view::{BodyView, EventView, RefView};
+use tally_core::view::{ActivityView, BodyView, EventView, RefView};
 use tally_core::{CorrelationContext, Span, TokenCounts};
 use tally_utils::content_hash::ContentHasher;
 use tally_utils::fast_hash::{folded_multiply, for_each_word};
@@ -187,18 +187,32 @@ fn body(fp: &mut Fingerprint, body: &BodyView<'_>) {
             optional_ref(fp, attempt_ref);
             tokens(fp, &counts);
         }
-        BodyView::ActivityRef(activity) => {
-            content_reference(fp, activity.activity_ref);
-            fp.text(activity.activity_kind);
-            fp.word(activity.activity_domain as u64);
-            optional_ref(fp, activity.iteration_ref);
-            optional_ref(fp, activity.correlation_scope);
-            optional_text(fp, activity.trace_attachment_id);
-            number(fp, activity.runtime_correlation_id);
-            number(fp, activity.cuda_correlation_id);
-            number(fp, activity.stream_id);
-            number(fp, activity.graph_id);
-            span(fp, &activity.span);
+        // Destructured whole, as every arm is: a field added to the view
+        // does not compile until it is fingerprinted.
+        BodyView::ActivityRef(ActivityView {
+            activity_ref,
+            activity_kind,
+            activity_domain,
+            iteration_ref,
+            correlation_scope,
+            trace_attachment_id,
+            runtime_correlation_id,
+            cuda_correlation_id,
+            stream_id,
+            graph_id,
+            span: when,
+        }) => {
+            content_reference(fp, activity_ref);
+            fp.text(activity_kind);
+            fp.word(activity_domain as u64);
+            optional_ref(fp, iteration_ref);
+            optional_ref(fp, correlation_scope);
+            optional_text(fp, trace_attachment_id);
+            number(fp, runtime_correlation_id);
+            number(fp, cuda_correlation_id);
+            number(fp, stream_id);
+            number(fp, graph_id);
+            span(fp, &when);
         }
         BodyView::Capabilities(capabilities) => {
             fp.text(capabilities.component());
@@ -231,14 +245,13 @@ mod tests {
     use serde_json::Value;
     use tally_core::arbitrary::full_record;
     use tally_core::schema::members;
-    use tally_core::{CorrelationEvent, EventType, InferenceRecord};
+    use tally_core::{EventType, InferenceRecord};
 
     use super::{content_fingerprint, context_fingerprint};
 
     fn fingerprint(record: &serde_json::Map<String, Value>) -> u64 {
         let parsed = tally_core::parse_inference_record(Value::Object(record.clone()));
         let Ok(InferenceRecord::Event(event)) = parsed else { panic!("a valid record: {parsed:?}") };
-        let event: CorrelationEvent = event;
         content_fingerprint(&event.view(), context_fingerprint(event.context()))
     }
 
