@@ -65,7 +65,8 @@ use tally_core::{ClockAlignment, CorrelationEvent, EventBody};
 
 mod nearest;
 
-pub use nearest::{DirectAlignment, NearestAligner, window_covers};
+use nearest::window_covers;
+pub use nearest::{DirectAlignment, NearestAligner};
 
 /// The context `source` of clock alignments that `infer import-execution`
 /// wrote before it recorded an `alignment_basis`.

@@ -42,7 +42,11 @@ impl<'a> DirectAlignment<'a> {
 
 /// The one reading of a validity window: `valid_from_ns` inclusive,
 /// `valid_to_ns` exclusive, open where absent.
-pub fn window_covers(valid_from_ns: Option<u64>, valid_to_ns: Option<u64>, timestamp_ns: i128) -> bool {
+pub(crate) fn window_covers(
+    valid_from_ns: Option<u64>,
+    valid_to_ns: Option<u64>,
+    timestamp_ns: i128,
+) -> bool {
     valid_from_ns.is_none_or(|from| timestamp_ns >= i128::from(from))
         && valid_to_ns.is_none_or(|to| timestamp_ns < i128::from(to))
 }

@@ -12,30 +12,12 @@ use tally_profile::profile::{
     HostMemoryStatus, InferenceProfile, ModelFootprint, PersistedArtifactFootprint, PersistedStatus,
     ProfileStatus, ResourceAdapterMetadata, ResourceProfile,
 };
+use tally_testkit::json::Ordered;
 
 /// The top-level keys of a JSON object's text, in the order written.
 fn keys(text: &str) -> Vec<String> {
-    let (mut keys, mut depth, mut string, mut escaped) = (Vec::new(), 0usize, None::<String>, false);
-    let mut last_string = None;
-    for character in text.chars() {
-        if let Some(current) = string.as_mut() {
-            match (escaped, character) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => last_string = string.take(),
-                (false, other) => current.push(other),
-            }
-            continue;
-        }
-        match character {
-            '"' => string = Some(String::new()),
-            '{' | '[' => depth += 1,
-            '}' | ']' => depth -= 1,
-            ':' if depth == 1 => keys.extend(last_string.take()),
-            _ => last_string = None,
-        }
-    }
-    keys
+    let Ordered::Object(members) = Ordered::parse(text) else { panic!("a profile type writes an object") };
+    members.into_iter().map(|(key, _)| key).collect()
 }
 
 fn check<T: Serialize>(name: &str, value: &T) {

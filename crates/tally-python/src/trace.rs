@@ -24,10 +24,7 @@ pub fn import_trace<'py>(
         crate::paths::open(path)?;
     }
     let events = py.detach(|| -> Result<Vec<InferenceRecord>, PyErr> {
-        let inputs = paths
-            .iter()
-            .map(|path| tally_trace::open_input(path, Some(tally_trace::InputKind::Trace)))
-            .collect::<Result<Vec<_>, _>>()
+        let inputs = tally_ingest::open_inputs(&paths, Some(tally_trace::InputKind::Trace))
             .map_err(|error| PyOSError::new_err(error.to_string()))?;
         let options =
             tally_ingest::default_import_options(&inputs.iter().collect::<Vec<_>>(), run_id.as_deref())

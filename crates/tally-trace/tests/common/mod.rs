@@ -116,7 +116,7 @@ pub struct RawTrace {
 
 pub fn read_text(path: &Path) -> String {
     let bytes = std::fs::read(path).unwrap();
-    if bytes.starts_with(&[0x1f, 0x8b]) {
+    if tally_utils::sniff::Compression::of_head(&bytes).is_gzip() {
         let mut text = String::new();
         flate2::read::GzDecoder::new(&bytes[..]).read_to_string(&mut text).unwrap();
         text
