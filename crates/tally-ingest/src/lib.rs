@@ -267,8 +267,61 @@ const WINDOW_BYTES: usize = 1 << 19;
 /// of positions is kept.
 const LINE_BITS: u32 = 40;
 
-fn position(file: usize, line: u64) -> usize {
+/// The position of line (or record number) `line` of source `file`: what
+/// the resolver reports in its errors, and what a partial result keeps of
+/// each event's origin.
+pub fn position(file: usize, line: u64) -> usize {
     (file << LINE_BITS) | (line & ((1 << LINE_BITS) - 1)) as usize
+}
+
+/// The source index and line of a [`position`].
+pub fn origin(position: usize) -> (usize, u64) {
+    (position >> LINE_BITS, (position & ((1 << LINE_BITS) - 1)) as u64)
+}
+
+/// The sources a run's records came from, in the order they were read: an
+/// artifact's path, or the traces imported together (`a + b`, their
+/// records numbered across the import). A [`position`]'s file indexes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sources {
+    /// Each source's name, as errors show it.
+    pub names: Vec<String>,
+    /// The source that is the traces imported together, if any: its first
+    /// and last records are the import's own (its artifact identity and
+    /// its capabilities with the import's summary).
+    pub imported: Option<usize>,
+}
+
+impl Sources {
+    /// The error of the resolver's rejection, naming the source and line of
+    /// the record it names.
+    pub fn locate(&self, error: ResolveError) -> RunError {
+        let (file, line) = origin(error.record());
+        match self.names.get(file) {
+            Some(name) => RunError::Resolve { source: name.clone(), line, error },
+            None => RunError::Input(InputError::Unplaced(error)),
+        }
+    }
+}
+
+/// Where a run's prepared records go, batch by batch in the stream's order:
+/// a resolver, or a partial result collecting them.
+pub trait PreparedSink {
+    /// Takes the next batch (its positions made with [`position`]); a
+    /// rejection stops the read.
+    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError>;
+}
+
+impl PreparedSink for StreamingResolver {
+    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+        self.push_prepared(batch)
+    }
+}
+
+impl PreparedSink for Resolver<'_> {
+    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+        self.get().push_prepared(batch)
+    }
 }
 
 /// A chunk of an artifact's lines, prepared for the resolver as they are
@@ -364,6 +417,13 @@ fn resolve_in<'scope>(
     options: &RunOptions<'_>,
     watcher: &mut dyn Watcher,
 ) -> Result<StreamedRun, RunError> {
+    let mut resolver = Resolver::new(scope, expected_records(&inputs), options.keep_labels);
+    let sources = read_inputs(inputs, options, watcher, &mut resolver)?;
+    resolver.into_made().finish().map_err(|error| sources.locate(error))
+}
+
+/// About how many records the inputs hold, for sizing tables once.
+fn expected_records(inputs: &[OpenedInput]) -> usize {
     // Tables sized once for about the records the files hold (an artifact
     // row is some hundreds of bytes: 578 on average in the bench's v4
     // artifact, more in v2; a real Kineto trace makes a record of about 830
@@ -377,21 +437,23 @@ fn resolve_in<'scope>(
             Some(if input.is_trace() { bytes / 1000 } else { bytes / 500 })
         })
         .sum();
-    let expected_records = usize::try_from(expected).unwrap_or(0).min(1 << 26);
-    let mut resolver = Resolver::new(scope, expected_records, options.keep_labels);
+    usize::try_from(expected).unwrap_or(0).min(1 << 26)
+}
+
+/// Reads every input of one run and passes their records, prepared, to
+/// `sink` in the stream's order (artifacts window by window, the traces
+/// imported together where the first of them stands), keeping none of
+/// them: what [`resolve_inputs`] resolves, and what a partial result
+/// collects. Returns the sources the records' positions name. The first
+/// rejection, the sink's included, ends the read.
+pub fn read_inputs(
+    inputs: Vec<OpenedInput>,
+    options: &RunOptions<'_>,
+    watcher: &mut dyn Watcher,
+    sink: &mut dyn PreparedSink,
+) -> Result<Sources, RunError> {
     let pool = BatchPool::new(options.keep_labels);
-    let mut names: Vec<String> = Vec::new();
-    let locate = |names: &[String], error: ResolveError| {
-        let record = error.record();
-        match names.get(record >> LINE_BITS) {
-            Some(name) => RunError::Resolve {
-                source: name.clone(),
-                line: (record & ((1 << LINE_BITS) - 1)) as u64,
-                error,
-            },
-            None => RunError::Input(InputError::Unplaced(error)),
-        }
-    };
+    let mut sources = Sources::default();
     enum Step {
         Artifact(OpenedInput),
         Traces,
@@ -414,8 +476,9 @@ fn resolve_in<'scope>(
                 // Their "line" is the record's number.
                 let shown: Vec<String> =
                     traces.iter().map(|input| input.path().display().to_string()).collect();
-                names.push(shown.join(" + "));
-                let file = names.len() - 1;
+                sources.names.push(shown.join(" + "));
+                let file = sources.names.len() - 1;
+                sources.imported = Some(file);
                 let defaults;
                 let import = match options.import {
                     Some(Ok(import)) => import,
@@ -440,7 +503,7 @@ fn resolve_in<'scope>(
                         // before the trace (positions' lines are the low
                         // bits, far from full).
                         batch.shift_records(before as usize);
-                        let pushed = resolver.get().push_prepared(&batch);
+                        let pushed = sink.push(&batch);
                         pool.give(batch);
                         // The resolver's rejection itself stops the import
                         // (which may end with another error of its threads
@@ -452,7 +515,7 @@ fn resolve_in<'scope>(
                     },
                 );
                 if let Some(error) = rejected {
-                    return Err(locate(&names, error));
+                    return Err(sources.locate(error));
                 }
                 outcome.map_err(InputError::Import)?;
                 continue;
@@ -460,8 +523,8 @@ fn resolve_in<'scope>(
             Step::Artifact(input) => input,
         };
         let name = input.path().display().to_string();
-        names.push(name.clone());
-        let file = names.len() - 1;
+        sources.names.push(name.clone());
+        let file = sources.names.len() - 1;
         let path = input.path().to_path_buf();
         // Opening sniffed it: read as it told, not sniffed again.
         let compression = input.compression();
@@ -480,7 +543,7 @@ fn resolve_in<'scope>(
         // lookups.
         let start = || Preparing { file, batch: PreparedBatch::default(), pool: &pool };
         let outcome = read_events(reader, &name, &read_options, start, |prepared| {
-            let pushed = resolver.get().push_prepared(&prepared);
+            let pushed = sink.push(&prepared);
             pool.give(prepared);
             match pushed {
                 Ok(()) => {
@@ -493,10 +556,10 @@ fn resolve_in<'scope>(
         });
         watcher.finished();
         if let ControlFlow::Break(error) = outcome.map_err(RunError::Artifact)? {
-            return Err(locate(&names, error));
+            return Err(sources.locate(error));
         }
     }
-    resolver.into_made().finish().map_err(|error| locate(&names, error))
+    Ok(sources)
 }
 
 /// [`resolve_inputs`] of paths, with default import options for traces and

@@ -71,6 +71,7 @@ mod fingerprint;
 mod hash;
 mod prepare;
 mod streaming;
+mod wire;
 
 use tally_core::{CorrelationEvent, EntityRef, InferenceRecord};
 
@@ -78,7 +79,7 @@ pub use borrowing::{CorrelationGraph, RequestKey, resolve_inference_events};
 pub use evidence::{
     ActivityFacts, AlignmentFacts, IterationFacts, MembershipFacts, ResolvedEvidence, activity_name,
 };
-pub use prepare::PreparedBatch;
+pub use prepare::{EventIdentity, PreparedBatch};
 pub use streaming::{StreamedRun, StreamingResolver, resolve_streaming};
 
 /// Why a stream of evidence cannot be resolved. Each names the 0-based

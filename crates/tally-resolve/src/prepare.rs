@@ -10,9 +10,11 @@
 
 use std::sync::Arc;
 
+use hashbrown::HashTable;
 use tally_core::view::{ActivityView, BodyView, EventView, RefView};
 use tally_core::{ActivityDomain, BusyIntervals, CorrelationContext, Interval, Span};
 use tally_utils::content_hash::ContentHasher;
+use tally_utils::fast_hash::FastHasher;
 
 use crate::AsCorrelationEvent;
 use crate::fingerprint::{content_fingerprint, context_fingerprint, reference};
@@ -24,8 +26,8 @@ const TEXT_PER_EVENT: usize = 96;
 /// A string in a batch's text: start and length.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Str {
-    start: usize,
-    len: usize,
+    pub(crate) start: usize,
+    pub(crate) len: usize,
 }
 
 /// A reference in a batch's text.
@@ -116,6 +118,17 @@ pub(crate) struct PreparedEvent {
     pub(crate) body: PreparedBody,
 }
 
+impl PreparedEvent {
+    fn identity(&self) -> EventIdentity {
+        EventIdentity {
+            key: self.key,
+            fingerprint: self.fingerprint,
+            record: self.record,
+            tabled: !matches!(self.body, PreparedBody::Untabled),
+        }
+    }
+}
+
 /// A context of the batch: the context, its fingerprint, and the hasher
 /// state after its namespace (session and producer), from which each event
 /// key goes on.
@@ -161,6 +174,28 @@ pub struct PreparedBatch {
     /// reused batch meets the same contexts again, and describing one
     /// hashes all of its fields (1% of `tally account`'s time).
     described: Vec<PreparedContext>,
+    /// Each distinct string's place in `text`, for a batch that stores
+    /// each string once ([`PreparedBatch::interning`]): a partial result
+    /// holds a whole run's events, whose references, kinds and names
+    /// repeat.
+    interned: Option<HashTable<Str>>,
+}
+
+/// What identifies one prepared event to the resolver's deduplication: the
+/// hash of its `(session_id, producer_id, event_id)`, its content
+/// fingerprint, and its position in the stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventIdentity {
+    /// The 128-bit hash of (session, producer, event ID).
+    pub key: u128,
+    /// The content fingerprint: two deliveries under one key are the same
+    /// event when their fingerprints agree, a conflict when not.
+    pub fingerprint: u64,
+    /// The position in the stream, as errors report it.
+    pub record: usize,
+    /// Whether the resolver tables the event: artifact identities and
+    /// capabilities are only deduplicated.
+    pub tabled: bool,
 }
 
 /// Contexts a batch remembers past [`PreparedBatch::clear`].
@@ -182,6 +217,139 @@ impl PreparedBatch {
             events: Vec::with_capacity(events),
             labels: true,
             described: Vec::new(),
+            interned: None,
+        }
+    }
+
+    /// The same batch, storing each distinct string once: for a batch that
+    /// keeps a whole run's events (a partial result), where references,
+    /// kinds and names repeat; a batch resolved and emptied chunk by chunk
+    /// gains nothing by it.
+    pub fn interning(mut self) -> Self {
+        if self.interned.is_none() {
+            self.interned = Some(HashTable::new());
+        }
+        self
+    }
+
+    /// Each event's identity, in order.
+    pub fn identities(&self) -> impl ExactSizeIterator<Item = EventIdentity> + '_ {
+        self.events.iter().map(PreparedEvent::identity)
+    }
+
+    /// Copies the events of `other` that `keep` takes onto the end of this
+    /// batch, in their order, each at the position `record` gives for its
+    /// position in `other`; their strings, contexts and intervals are
+    /// copied with them. A batch that keeps labels takes none from a batch
+    /// without.
+    pub fn append(
+        &mut self,
+        other: &PreparedBatch,
+        mut keep: impl FnMut(EventIdentity) -> bool,
+        mut record: impl FnMut(usize) -> usize,
+    ) {
+        let mut contexts: Vec<Option<u32>> = vec![None; other.contexts.len()];
+        for event in &other.events {
+            if !keep(event.identity()) {
+                continue;
+            }
+            let context = match contexts[event.context as usize] {
+                Some(context) => context,
+                None => {
+                    let added = self.add_context(Arc::clone(&other.contexts[event.context as usize].context));
+                    contexts[event.context as usize] = Some(added);
+                    added
+                }
+            };
+            let event_id = self.str(other.get(event.event_id));
+            let body = self.copy_body(other, &event.body);
+            self.events.push(PreparedEvent {
+                record: record(event.record),
+                context,
+                key: event.key,
+                fingerprint: event.fingerprint,
+                event_id,
+                body,
+            });
+        }
+    }
+
+    /// The batch's index of a context, by value (a batch holds a handful):
+    /// for contexts read back or copied from another batch, which are
+    /// other allocations.
+    pub(crate) fn add_context(&mut self, context: Arc<CorrelationContext>) -> u32 {
+        if let Some(at) = self.contexts.iter().position(|known| *known.context == *context) {
+            return at as u32;
+        }
+        self.contexts.push(describe(context));
+        (self.contexts.len() - 1) as u32
+    }
+
+    fn copy_str(&mut self, other: &PreparedBatch, text: Str) -> Str {
+        self.str(other.get(text))
+    }
+
+    fn copy_ref(&mut self, other: &PreparedBatch, value: RefStr) -> RefStr {
+        RefStr { producer: self.copy_str(other, value.producer), id: self.copy_str(other, value.id) }
+    }
+
+    fn copy_optional(&mut self, other: &PreparedBatch, value: Option<RefStr>) -> Option<RefStr> {
+        value.map(|value| self.copy_ref(other, value))
+    }
+
+    fn copy_body(&mut self, other: &PreparedBatch, body: &PreparedBody) -> PreparedBody {
+        match *body {
+            PreparedBody::Request { request, attempt } => PreparedBody::Request {
+                request: self.copy_ref(other, request),
+                attempt: self.copy_optional(other, attempt),
+            },
+            PreparedBody::Iteration { iteration, span } => {
+                PreparedBody::Iteration { iteration: self.copy_ref(other, iteration), span }
+            }
+            PreparedBody::Stage { stage, request, iteration } => PreparedBody::Stage {
+                stage: self.copy_ref(other, stage),
+                request: self.copy_optional(other, request),
+                iteration: self.copy_optional(other, iteration),
+            },
+            PreparedBody::Membership { request, attempt, iteration, role } => PreparedBody::Membership {
+                request: self.copy_ref(other, request),
+                attempt: self.copy_optional(other, attempt),
+                iteration: self.copy_ref(other, iteration),
+                role: self.copy_str(other, role),
+            },
+            PreparedBody::Activity(activity) => {
+                let labels = self.labels && other.labels;
+                let busy = match activity.busy {
+                    Busy::Listed(first, count) => {
+                        let at = self.intervals.len();
+                        self.intervals.extend_from_slice(&other.intervals[first..first + count]);
+                        Busy::Listed(at, count)
+                    }
+                    busy => busy,
+                };
+                PreparedBody::Activity(PreparedActivity {
+                    key: activity.key,
+                    reference: self.copy_optional(other, activity.reference),
+                    kind: self.copy_str(other, activity.kind),
+                    domain: activity.domain,
+                    iteration: self.copy_optional(other, activity.iteration),
+                    scope: self.copy_optional(other, activity.scope.filter(|_| labels)),
+                    name: activity.name.filter(|_| labels).map(|name| self.copy_str(other, name)),
+                    cuda_correlation_id: activity.cuda_correlation_id,
+                    stream_id: activity.stream_id,
+                    busy,
+                })
+            }
+            PreparedBody::Alignment { from, to, offset_ns, uncertainty_ns, validity } => {
+                PreparedBody::Alignment {
+                    from: self.copy_str(other, from),
+                    to: self.copy_str(other, to),
+                    offset_ns,
+                    uncertainty_ns,
+                    validity,
+                }
+            }
+            PreparedBody::Untabled => PreparedBody::Untabled,
         }
     }
 
@@ -227,6 +395,9 @@ impl PreparedBatch {
 
     /// Empties the batch, keeping its buffers.
     pub fn clear(&mut self) {
+        if let Some(interned) = &mut self.interned {
+            interned.clear();
+        }
         self.text.clear();
         self.contexts.clear();
         self.intervals.clear();
@@ -272,14 +443,7 @@ impl PreparedBatch {
         let described = match self.described.iter().rposition(|known| Arc::ptr_eq(&known.context, context)) {
             Some(at) => self.described[at].clone(),
             None => {
-                let mut namespace = ContentHasher::default();
-                namespace.text(&context.session_id);
-                namespace.text(&context.producer_id);
-                let described = PreparedContext {
-                    context: Arc::clone(context),
-                    fingerprint: context_fingerprint(context),
-                    namespace,
-                };
+                let described = describe(Arc::clone(context));
                 if self.described.len() == DESCRIBED {
                     self.described.remove(0);
                 }
@@ -292,9 +456,23 @@ impl PreparedBatch {
     }
 
     fn str(&mut self, text: &str) -> Str {
+        let Some(interned) = &mut self.interned else {
+            let start = self.text.len();
+            self.text.push_str(text);
+            return Str { start, len: text.len() };
+        };
+        let stored = &self.text;
+        let hash = text_hash(text);
+        let found = interned.find(hash, |known| &stored[known.start..known.start + known.len] == text);
+        if let Some(&known) = found {
+            return known;
+        }
         let start = self.text.len();
         self.text.push_str(text);
-        Str { start, len: text.len() }
+        let added = Str { start, len: text.len() };
+        let stored = &self.text;
+        interned.insert_unique(hash, added, |known| text_hash(&stored[known.start..known.start + known.len]));
+        added
     }
 
     fn reference(&mut self, value: RefView<'_>) -> RefStr {
@@ -384,6 +562,24 @@ impl PreparedBatch {
         // Both parts were copied from a RefView, whose parts are non-empty.
         RefView::new(self.get(value.producer), self.get(value.id)).expect("prepared from a RefView")
     }
+}
+
+/// A context's description: its fingerprint, and the hasher after its
+/// namespace (session and producer), from which each event key goes on.
+fn describe(context: Arc<CorrelationContext>) -> PreparedContext {
+    let mut namespace = ContentHasher::default();
+    namespace.text(&context.session_id);
+    namespace.text(&context.producer_id);
+    let fingerprint = context_fingerprint(&context);
+    PreparedContext { context, fingerprint, namespace }
+}
+
+/// The hash a [`PreparedBatch::interning`] batch finds a string by.
+fn text_hash(text: &str) -> u64 {
+    use std::hash::Hasher;
+    let mut hasher = FastHasher::default();
+    hasher.write(text.as_bytes());
+    hasher.finish()
 }
 
 /// Whether a report lists an activity by its reference: one without an

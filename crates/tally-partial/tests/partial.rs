@@ -1,0 +1,133 @@
+//! Partials against the single process on shipped inputs: the example
+//! serving run split between files, and real Kineto traces split between
+//! partials with one run ID, give the same accounting and breakdown; the
+//! bytes round-trip; damaged bytes are refused.
+
+use std::path::{Path, PathBuf};
+
+use tally_gpu_time::{AccountingReport, account_gpu_time};
+use tally_ingest::{RunOptions, Unwatched, default_import_options, open_inputs, resolve_inputs};
+use tally_partial::{Partial, PartialError, ReadLimits, merge};
+use tally_resolve::StreamedRun;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn options<'a>(import: &'a Result<tally_trace::ImportOptions, String>, labels: bool) -> RunOptions<'a> {
+    RunOptions {
+        max_record_bytes: tally_artifact::DEFAULT_MAX_RECORD_BYTES,
+        import: Some(import),
+        keep_labels: labels,
+        threads: 1,
+        inline_small_inputs: true,
+    }
+}
+
+fn import(run_id: &str) -> Result<tally_trace::ImportOptions, String> {
+    default_import_options(&[], Some(run_id)).map(|mut options| {
+        options.created_at_ns = 0;
+        options
+    })
+}
+
+fn report(run: &StreamedRun) -> String {
+    let report = AccountingReport::of(run, &account_gpu_time(run), true);
+    serde_json::to_string(&report).expect("a report serializes")
+}
+
+fn single(paths: &[PathBuf], run_id: &str, labels: bool) -> StreamedRun {
+    let import = import(run_id);
+    let inputs = open_inputs(paths, None).expect("inputs open");
+    resolve_inputs(inputs, &options(&import, labels), &mut Unwatched).expect("the run resolves")
+}
+
+fn partial(paths: &[PathBuf], run_id: &str) -> Partial {
+    let import = import(run_id);
+    let inputs = open_inputs(paths, None).expect("inputs open");
+    Partial::of_inputs(inputs, &options(&import, true), &mut Unwatched).expect("the partial is made")
+}
+
+/// The example run's lines dealt round-robin into three files, each made
+/// a partial, travel as bytes and merged in two orders: the same report
+/// as the three files read by one process.
+#[test]
+fn split_artifact_merges_to_the_single_process_answer() {
+    let text = std::fs::read_to_string(root().join("examples/serving-run.jsonl")).expect("the example");
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let mut shares = vec![String::new(), String::new(), String::new()];
+    for (number, line) in text.lines().enumerate() {
+        // A v4 context definition goes to every file that may refer to it.
+        let every = line.contains("\"event_type\": \"infer.context\"");
+        for (share_number, share) in shares.iter_mut().enumerate() {
+            if every || number % 3 == share_number {
+                share.push_str(line);
+                share.push('\n');
+            }
+        }
+    }
+    let paths: Vec<PathBuf> = shares
+        .iter()
+        .enumerate()
+        .map(|(number, share)| {
+            let path = directory.path().join(format!("part{number}.jsonl"));
+            std::fs::write(&path, share).expect("written");
+            path
+        })
+        .collect();
+    let expected = report(&single(&paths, "unused", false));
+    let parts: Vec<Partial> = paths
+        .iter()
+        .map(|path| {
+            let made = partial(std::slice::from_ref(path), "unused");
+            Partial::from_bytes(&made.to_bytes().expect("encodes"), "part").expect("decodes")
+        })
+        .collect();
+    let forward = merge(parts.clone());
+    let backward = merge(parts.into_iter().rev());
+    assert_eq!(report(&forward.resolve(false).expect("resolves")), expected);
+    assert_eq!(report(&backward.resolve(false).expect("resolves")), expected);
+    // A partial of partials is a partial.
+    let again = merge([merge([forward.clone()]), Partial::default()]);
+    assert_eq!(report(&again.resolve(false).expect("resolves")), expected);
+}
+
+/// Real Kineto traces, one partial each with the run's ID: the same
+/// accounting as one import of them all.
+#[test]
+fn traces_split_between_partials_account_as_one_import() {
+    let fixtures = root().join("crates/tally-trace/tests/fixtures/kineto");
+    let paths = vec![fixtures.join("sampled-rank-0.json.gz"), fixtures.join("sampled-rank-1.json.gz")];
+    let expected = report(&single(&paths, "ranks", false));
+    let parts: Vec<Partial> = paths.iter().map(|path| partial(std::slice::from_ref(path), "ranks")).collect();
+    let merged = merge(parts);
+    assert_eq!(report(&merged.resolve(false).expect("resolves")), expected);
+    let size: u64 = paths.iter().map(|path| std::fs::metadata(path).expect("exists").len()).sum();
+    eprintln!("partial {} bytes for {size} bytes of gzip traces", merged.to_bytes().expect("encodes").len());
+}
+
+/// Cut or altered bytes are refused with the byte offset and the rule.
+#[test]
+fn damaged_partials_are_refused() {
+    let made = partial(&[root().join("examples/serving-run.jsonl")], "unused");
+    let bytes = made.to_bytes().expect("encodes");
+    let refused = |bytes: &[u8]| match Partial::from_bytes_limited(bytes, "p", &ReadLimits::default()) {
+        Err(PartialError::Format { offset, rule, .. }) => format!("byte {offset}: {rule}"),
+        other => panic!("accepted or another error: {other:?}"),
+    };
+    assert!(refused(&bytes[..bytes.len() - 1]).contains("truncated"));
+    assert!(refused(&bytes[..20]).contains("cut short"));
+    assert!(refused(b"{\"not\": 1}").contains("not a tally partial"));
+    let mut flipped = bytes.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 0x55;
+    assert!(refused(&flipped).contains("body"));
+    let mut version = bytes.clone();
+    version[10] = 9;
+    assert!(refused(&version).contains("format version 9"));
+    let small = ReadLimits { max_body_bytes: 10 };
+    assert!(matches!(
+        Partial::from_bytes_limited(&bytes, "p", &small),
+        Err(PartialError::Format { offset: 16, .. })
+    ));
+}
