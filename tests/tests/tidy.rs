@@ -31,6 +31,7 @@ const ACCOUNTING_HALF: &[&str] = &[
     "tally-gpu-time",
     "tally-trace",
     "tally-ingest",
+    "tally-partial",
     "tally-conformance",
 ];
 
@@ -72,6 +73,7 @@ const LIGHT_CRATES: &[&str] = &[
     "tally-profile",
     "tally-trace",
     "tally-ingest",
+    "tally-partial",
     "tally-conformance",
     "tally-distributed",
 ];
