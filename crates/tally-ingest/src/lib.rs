@@ -307,19 +307,26 @@ impl Sources {
 /// Where a run's prepared records go, batch by batch in the stream's order:
 /// a resolver, or a partial result collecting them.
 pub trait PreparedSink {
-    /// Takes the next batch (its positions made with [`position`]); a
+    /// Source number `index` starts (an artifact, or the traces imported
+    /// together: `imported`), before any of its records.
+    fn source(&mut self, index: usize, imported: bool) {
+        let _ = (index, imported);
+    }
+
+    /// Takes the next batch (its positions made with [`position`]); the
+    /// sink may change it (renumber it, say), as it is emptied after. A
     /// rejection stops the read.
-    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError>;
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError>;
 }
 
 impl PreparedSink for StreamingResolver {
-    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
         self.push_prepared(batch)
     }
 }
 
 impl PreparedSink for Resolver<'_> {
-    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
         self.get().push_prepared(batch)
     }
 }
@@ -479,6 +486,7 @@ pub fn read_inputs(
                 sources.names.push(shown.join(" + "));
                 let file = sources.names.len() - 1;
                 sources.imported = Some(file);
+                sink.source(file, true);
                 let defaults;
                 let import = match options.import {
                     Some(Ok(import)) => import,
@@ -503,7 +511,7 @@ pub fn read_inputs(
                         // before the trace (positions' lines are the low
                         // bits, far from full).
                         batch.shift_records(before as usize);
-                        let pushed = sink.push(&batch);
+                        let pushed = sink.push(&mut batch);
                         pool.give(batch);
                         // The resolver's rejection itself stops the import
                         // (which may end with another error of its threads
@@ -525,6 +533,7 @@ pub fn read_inputs(
         let name = input.path().display().to_string();
         sources.names.push(name.clone());
         let file = sources.names.len() - 1;
+        sink.source(file, false);
         let path = input.path().to_path_buf();
         // Opening sniffed it: read as it told, not sniffed again.
         let compression = input.compression();
@@ -542,8 +551,8 @@ pub fn read_inputs(
         // resolver is the serial part of the pipeline, and is left only the
         // lookups.
         let start = || Preparing { file, batch: PreparedBatch::default(), pool: &pool };
-        let outcome = read_events(reader, &name, &read_options, start, |prepared| {
-            let pushed = sink.push(&prepared);
+        let outcome = read_events(reader, &name, &read_options, start, |mut prepared| {
+            let pushed = sink.push(&mut prepared);
             pool.give(prepared);
             match pushed {
                 Ok(()) => {

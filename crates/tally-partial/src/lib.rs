@@ -84,7 +84,7 @@ struct Collecting<'a> {
 }
 
 impl PreparedSink for Collecting<'_> {
-    fn push(&mut self, batch: &PreparedBatch) -> Result<(), ResolveError> {
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
         let seen = &mut self.seen;
         self.batch.append(batch, |identity| keep(seen, identity), |record| record);
         Ok(())

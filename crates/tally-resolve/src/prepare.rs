@@ -404,6 +404,12 @@ impl PreparedBatch {
         self.events.clear();
     }
 
+    /// Keeps only the events that `keep` takes (their strings stay in the
+    /// batch's text until it is cleared).
+    pub fn retain(&mut self, mut keep: impl FnMut(EventIdentity) -> bool) {
+        self.events.retain(|event| keep(event.identity()));
+    }
+
     /// Moves every event's position `by` further down the stream: for a
     /// batch prepared before its place in the whole stream was known (a
     /// trace's records numbered within the trace, on the thread importing
