@@ -286,10 +286,6 @@ pub fn origin(position: usize) -> (usize, u64) {
 pub struct Sources {
     /// Each source's name, as errors show it.
     pub names: Vec<String>,
-    /// The source that is the traces imported together, if any: its first
-    /// and last records are the import's own (its artifact identity and
-    /// its capabilities with the import's summary).
-    pub imported: Option<usize>,
 }
 
 impl Sources {
@@ -459,8 +455,22 @@ pub fn read_inputs(
     watcher: &mut dyn Watcher,
     sink: &mut dyn PreparedSink,
 ) -> Result<Sources, RunError> {
-    let pool = BatchPool::new(options.keep_labels);
     let mut sources = Sources::default();
+    read_more_inputs(inputs, options, watcher, sink, &mut sources)?;
+    Ok(sources)
+}
+
+/// [`read_inputs`] after the records of `sources` (partial results read
+/// before these inputs, say): the inputs' sources are numbered after them
+/// and added to them, and a rejection names its source among them all.
+pub fn read_more_inputs(
+    inputs: Vec<OpenedInput>,
+    options: &RunOptions<'_>,
+    watcher: &mut dyn Watcher,
+    sink: &mut dyn PreparedSink,
+    sources: &mut Sources,
+) -> Result<(), RunError> {
+    let pool = BatchPool::new(options.keep_labels);
     enum Step {
         Artifact(OpenedInput),
         Traces,
@@ -485,7 +495,6 @@ pub fn read_inputs(
                     traces.iter().map(|input| input.path().display().to_string()).collect();
                 sources.names.push(shown.join(" + "));
                 let file = sources.names.len() - 1;
-                sources.imported = Some(file);
                 sink.source(file, true);
                 let defaults;
                 let import = match options.import {
@@ -568,7 +577,7 @@ pub fn read_inputs(
             return Err(sources.locate(error));
         }
     }
-    Ok(sources)
+    Ok(())
 }
 
 /// [`resolve_inputs`] of paths, with default import options for traces and

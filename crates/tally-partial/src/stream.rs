@@ -1,0 +1,421 @@
+//! The partial's bytes, written and read as a stream (docs/partials.md), so
+//! that making, merging and resolving partials holds one chunk of events
+//! at a time, whatever the number of files or partials.
+//!
+//! ```text
+//! offset  size  field
+//!      0    10  magic "TALLYPART\0"
+//!     10     2  format version, little-endian (1)
+//!     12     4  flags, little-endian (0: none defined)
+//!     16     …  one zlib stream of frames, each a little-endian u32 length
+//!               and that many bytes of postcard(Frame); the last frame is
+//!               the end (the sources, the event count), and nothing
+//!               follows the zlib stream
+//! ```
+//!
+//! A batch frame is tally-resolve's `PreparedBatch` (checked on reading:
+//! every offset, index and span); its events' positions name the partial's
+//! sources, which the end frame lists (they are known only once every input
+//! is read). Reading is bounded: a frame longer than
+//! [`ReadLimits::max_frame_bytes`] is refused before it is read, and a
+//! frame holds one chunk of at most [`CHUNK_EVENTS`] events as written.
+
+use std::io::{BufRead, Read, Write};
+
+use flate2::Compression;
+use flate2::bufread::ZlibDecoder;
+use flate2::write::ZlibEncoder;
+use serde::{Deserialize, Serialize};
+use tally_ingest::{PreparedSink, RunError, origin};
+use tally_resolve::{EventIdentity, PreparedBatch, ResolveError};
+
+/// The first bytes of every partial.
+pub const MAGIC: &[u8; 10] = b"TALLYPART\0";
+
+/// The format version this build writes and reads.
+pub const FORMAT_VERSION: u16 = 1;
+
+/// The header's length.
+pub(crate) const HEADER: u64 = 16;
+
+/// Events a written chunk holds at most: a frame of some megabytes, large
+/// enough that its contexts and the frame's cost are nothing per event,
+/// small enough that a reader holds little.
+pub const CHUNK_EVENTS: usize = 16 * 1024;
+
+/// The room a written chunk takes at most, in bytes (its text and
+/// events), for chunks of long strings.
+const CHUNK_BYTES: usize = 32 << 20;
+
+/// How much reading a partial may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The longest frame accepted, in bytes before compression (a chunk of
+    /// events as this build writes it is some megabytes); its events take
+    /// about as much again once decoded.
+    pub max_frame_bytes: u64,
+}
+
+impl ReadLimits {
+    /// The default longest frame: 256 MiB.
+    pub const DEFAULT_MAX_FRAME_BYTES: u64 = 256 << 20;
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        Self { max_frame_bytes: Self::DEFAULT_MAX_FRAME_BYTES }
+    }
+}
+
+/// Why a partial could not be made, read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum PartialError {
+    /// A file could not be opened, read or written.
+    #[error("{}: {error}", path.display())]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What the system said.
+        error: std::io::Error,
+    },
+    /// The bytes are not a partial this build reads.
+    #[error("{input}: byte {offset}: {rule}")]
+    Format {
+        /// The file (or what the caller named the bytes).
+        input: String,
+        /// Where the rule is broken: a byte of the file, or for the
+        /// compressed stream the byte its decoder had read up to.
+        offset: u64,
+        /// The rule.
+        rule: String,
+    },
+    /// Reading the inputs failed, or the evidence broke a resolution rule
+    /// (the error names the original file and line).
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+/// One frame of the stream.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Frame {
+    /// A chunk of prepared events.
+    Batch(PreparedBatch),
+    /// The end: what the events' positions name, and how many there were.
+    End(Trailer),
+}
+
+/// The end frame.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Trailer {
+    /// The version of tally that wrote it, for a reader's messages.
+    pub(crate) tally_version: String,
+    /// The sources, in order: an event's position names one by index.
+    pub(crate) sources: Vec<String>,
+    /// The events in all the batch frames.
+    pub(crate) events: u64,
+}
+
+/// Whether `head` (a file's first bytes) starts a partial.
+pub fn is_partial(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
+
+/// Writes a partial: the header, then each chunk of events as a frame, then
+/// the end frame, through one zlib stream. Takes batches as a
+/// [`PreparedSink`] (their positions already the partial's), keeping one
+/// chunk.
+pub struct PartialWriter<W: Write> {
+    encoder: ZlibEncoder<W>,
+    chunk: PreparedBatch,
+    frame: Vec<u8>,
+    events: u64,
+    /// A trace import's source: its own two records are not kept.
+    imported: Vec<usize>,
+    /// The first write that failed, while the writer was a sink (which
+    /// can only stop for the resolver's reasons).
+    failed: Option<std::io::Error>,
+}
+
+impl<W: Write> PartialWriter<W> {
+    /// Starts a partial on `out`: writes the header.
+    pub fn new(mut out: W) -> std::io::Result<Self> {
+        out.write_all(MAGIC)?;
+        out.write_all(&FORMAT_VERSION.to_le_bytes())?;
+        out.write_all(&0u32.to_le_bytes())?;
+        Ok(Self {
+            encoder: ZlibEncoder::new(out, Compression::fast()),
+            chunk: PreparedBatch::with_capacity(0).interning(),
+            frame: Vec::new(),
+            events: 0,
+            imported: Vec::new(),
+            failed: None,
+        })
+    }
+
+    /// Adds a batch's events, each at the position `record` gives for its
+    /// own.
+    pub fn append(
+        &mut self,
+        batch: &PreparedBatch,
+        record: impl FnMut(usize) -> usize,
+    ) -> std::io::Result<()> {
+        let imported = &self.imported;
+        let mut kept = 0u64;
+        self.chunk.append(
+            batch,
+            |identity| {
+                let keep = keeps(imported, identity);
+                kept += u64::from(keep);
+                keep
+            },
+            record,
+        );
+        self.events += kept;
+        if self.chunk.len() >= CHUNK_EVENTS || self.chunk.capacity_bytes() >= CHUNK_BYTES {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> std::io::Result<()> {
+        if self.chunk.is_empty() {
+            return Ok(());
+        }
+        let chunk = std::mem::replace(&mut self.chunk, PreparedBatch::with_capacity(0).interning());
+        let frame = Frame::Batch(chunk);
+        self.write_frame(&frame)?;
+        if let Frame::Batch(mut chunk) = frame {
+            chunk.clear();
+            self.chunk = chunk;
+        }
+        Ok(())
+    }
+
+    fn write_frame(&mut self, frame: &Frame) -> std::io::Result<()> {
+        self.frame.clear();
+        let encoded = postcard::to_extend(frame, std::mem::take(&mut self.frame))
+            .map_err(|error| std::io::Error::other(format!("a frame cannot be encoded: {error}")))?;
+        let length = u32::try_from(encoded.len()).map_err(|_| {
+            std::io::Error::other("a frame of more than 4 GiB (a chunk's events are far fewer)")
+        })?;
+        self.encoder.write_all(&length.to_le_bytes())?;
+        self.encoder.write_all(&encoded)?;
+        self.frame = encoded;
+        Ok(())
+    }
+
+    /// Ends the partial with its sources (those its events' positions
+    /// name) and returns the output.
+    pub fn finish(mut self, sources: Vec<String>) -> std::io::Result<W> {
+        if let Some(error) = self.failed.take() {
+            return Err(error);
+        }
+        self.flush_chunk()?;
+        let trailer =
+            Trailer { tally_version: env!("CARGO_PKG_VERSION").to_owned(), sources, events: self.events };
+        self.write_frame(&Frame::End(trailer))?;
+        let mut out = self.encoder.finish()?;
+        out.flush()?;
+        Ok(out)
+    }
+
+    /// Events written so far.
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+}
+
+/// Whether a written partial keeps an event: all but a trace import's own
+/// records (its artifact identity, made "now", and its capabilities with
+/// the summary of the traces imported together), which describe one
+/// import and take no part in accounting; kept, two partials' imports of
+/// one run would conflict where one import does not.
+fn keeps(imported: &[usize], identity: EventIdentity) -> bool {
+    identity.tabled || !imported.contains(&origin(identity.record).0)
+}
+
+impl<W: Write> PreparedSink for PartialWriter<W> {
+    fn source(&mut self, index: usize, imported: bool) {
+        if imported {
+            self.imported.push(index);
+        }
+    }
+
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
+        // A sink stops only for the resolver's reasons: an output that
+        // cannot be written is kept, and `finish` reports it.
+        if self.failed.is_none()
+            && let Err(error) = self.append(batch, |record| record)
+        {
+            self.failed = Some(error);
+        }
+        Ok(())
+    }
+}
+
+/// Reads a partial's frames one at a time, checking each. The input is
+/// buffered, so that what follows the compressed stream is left in it.
+pub struct PartialReader<R: BufRead> {
+    decoder: ZlibDecoder<R>,
+    name: String,
+    limits: ReadLimits,
+    frame: Vec<u8>,
+    /// The largest source index an event named so far.
+    most_source: Option<usize>,
+    events: u64,
+    ended: bool,
+}
+
+/// What a partial's frames give, one at a time.
+pub enum Item {
+    /// A chunk of events.
+    Batch(PreparedBatch),
+    /// The end: the sources the events' positions name.
+    End {
+        /// The sources, in order.
+        sources: Vec<String>,
+        /// The events in all the chunks.
+        events: u64,
+    },
+}
+
+impl<R: BufRead> PartialReader<R> {
+    /// Reads and checks the header of a partial on `input`; `name` names it
+    /// in errors.
+    pub fn new(mut input: R, name: &str, limits: ReadLimits) -> Result<Self, PartialError> {
+        let mut header = Vec::with_capacity(HEADER as usize);
+        (&mut input)
+            .take(HEADER)
+            .read_to_end(&mut header)
+            .map_err(|error| broken(name, 0, format!("the header cannot be read: {error}")))?;
+        check_header(&header, name)?;
+        Ok(Self {
+            decoder: ZlibDecoder::new(input),
+            name: name.to_owned(),
+            limits,
+            frame: Vec::new(),
+            most_source: None,
+            events: 0,
+            ended: false,
+        })
+    }
+
+    /// Where the decoder is in the file.
+    fn offset(&self) -> u64 {
+        HEADER + self.decoder.total_in()
+    }
+
+    fn fail(&self, rule: impl Into<String>) -> PartialError {
+        broken(&self.name, self.offset(), rule)
+    }
+
+    /// The next frame; after the end, an error.
+    pub fn next_item(&mut self) -> Result<Item, PartialError> {
+        if self.ended {
+            return Err(self.fail("read past the end frame"));
+        }
+        let mut length = [0u8; 4];
+        self.read_exact(&mut length, "a frame's length")?;
+        let length = u64::from(u32::from_le_bytes(length));
+        if length > self.limits.max_frame_bytes {
+            return Err(self.fail(format!(
+                "a frame of {length} bytes, over the limit of {} (raise the limit to read it)",
+                self.limits.max_frame_bytes
+            )));
+        }
+        let mut frame = std::mem::take(&mut self.frame);
+        frame.clear();
+        frame.resize(length as usize, 0);
+        self.read_exact(&mut frame, "a frame")?;
+        let decoded = postcard::from_bytes::<Frame>(&frame);
+        self.frame = frame;
+        match decoded.map_err(|error| self.fail(format!("a frame does not decode: {error}")))? {
+            Frame::Batch(batch) => {
+                for identity in batch.identities() {
+                    let source = origin(identity.record).0;
+                    self.most_source = Some(self.most_source.map_or(source, |most| most.max(source)));
+                }
+                self.events += batch.len() as u64;
+                Ok(Item::Batch(batch))
+            }
+            Frame::End(trailer) => {
+                self.ended = true;
+                if let Some(most) = self.most_source
+                    && most >= trailer.sources.len()
+                {
+                    return Err(self.fail(format!(
+                        "an event names source {most}, but the partial lists {}",
+                        trailer.sources.len()
+                    )));
+                }
+                if trailer.events != self.events {
+                    return Err(self.fail(format!(
+                        "the end frame counts {} events, but the frames held {}",
+                        trailer.events, self.events
+                    )));
+                }
+                // Nothing may follow: not in the compressed stream, nor
+                // after it.
+                let mut rest = [0u8; 1];
+                let more = self.decoder.read(&mut rest).map_err(|error| {
+                    self.fail(format!(
+                        "the compressed stream is truncated or damaged after the end frame: {error}"
+                    ))
+                })?;
+                if more != 0 {
+                    return Err(self.fail("data follows the end frame"));
+                }
+                Ok(Item::End { sources: trailer.sources, events: trailer.events })
+            }
+        }
+    }
+
+    fn read_exact(&mut self, buffer: &mut [u8], what: &str) -> Result<(), PartialError> {
+        match self.decoder.read_exact(buffer) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::UnexpectedEof => {
+                Err(self.fail(format!("truncated: the stream ends inside {what}, before the end frame")))
+            }
+            Err(error) => Err(self.fail(format!("the compressed stream is damaged: {error}"))),
+        }
+    }
+
+    /// The input after the compressed stream: for the caller to check that
+    /// nothing follows.
+    pub fn into_inner(self) -> R {
+        self.decoder.into_inner()
+    }
+}
+
+pub(crate) fn broken(input: &str, offset: u64, rule: impl Into<String>) -> PartialError {
+    PartialError::Format { input: input.to_owned(), offset, rule: rule.into() }
+}
+
+/// Checks the header's magic, version and flags.
+fn check_header(header: &[u8], name: &str) -> Result<(), PartialError> {
+    if !is_partial(header) {
+        return Err(broken(name, 0, "not a tally partial (no TALLYPART header)"));
+    }
+    if header.len() < HEADER as usize {
+        return Err(broken(
+            name,
+            header.len() as u64,
+            format!("the header is cut short ({} of {HEADER} bytes)", header.len()),
+        ));
+    }
+    let version = u16::from_le_bytes([header[10], header[11]]);
+    if version != FORMAT_VERSION {
+        return Err(broken(
+            name,
+            10,
+            format!(
+                "format version {version}, but this tally reads version {FORMAT_VERSION} (make the partial again with this tally)"
+            ),
+        ));
+    }
+    let flags = u32::from_le_bytes([header[12], header[13], header[14], header[15]]);
+    if flags != 0 {
+        return Err(broken(name, 12, format!("unknown flags {flags:#x}")));
+    }
+    Ok(())
+}
