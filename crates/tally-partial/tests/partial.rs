@@ -137,3 +137,97 @@ fn damaged_partials_are_refused() {
         "{refused_small:?}"
     );
 }
+
+/// Two files deliver one event with different content: the partials,
+/// alone or mixed with a raw file, are rejected with the message one
+/// process gives, naming the original file and line.
+#[test]
+fn a_conflict_across_partials_names_the_original_file_and_line() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let line = |end: u64| {
+        format!(
+            r#"{{"schema_version": 2, "event_type": "infer.iteration", "event_id": "e1", "context": {{"run_id": "r", "session_id": "s", "producer_id": "p", "source": "doc", "clock_domain": "host", "clock_kind": "monotonic", "collection_mode": "active", "provenance": "observed"}}, "iteration_ref": {{"producer_id": "p", "id": "step-1"}}, "start_ns": 5, "end_ns": {end}}}"#
+        )
+    };
+    let first = directory.path().join("a.jsonl");
+    let second = directory.path().join("b.jsonl");
+    std::fs::write(&first, format!("{}\n{}\n", line(9), line(9))).expect("written");
+    std::fs::write(&second, format!("{}\n{}\n", line(9), line(10))).expect("written");
+    let raw = vec![first.clone(), second.clone()];
+    let import = import("unused");
+    let expected =
+        resolve_inputs(open_inputs(&raw, None).expect("open"), &options(&import, false), &mut Unwatched)
+            .expect_err("a conflict")
+            .to_string();
+    assert!(expected.contains("b.jsonl: line 2"), "{expected}");
+    let part = |path: &Path, name: &str| {
+        let out = directory.path().join(name);
+        partial(&[path.to_path_buf()], "unused").write(&out).expect("written");
+        out
+    };
+    let (part_a, part_b) = (part(&first, "a.part"), part(&second, "b.part"));
+    for inputs in [vec![part_a.clone(), part_b.clone()], vec![part_a.clone(), second.clone()]] {
+        let found = tally_partial::resolve_mixed(
+            &inputs,
+            None,
+            &options(&import, false),
+            &ReadLimits::default(),
+            &mut Unwatched,
+        )
+        .expect_err("a conflict")
+        .to_string();
+        assert_eq!(found, expected, "{inputs:?}");
+    }
+    // A partial of partials keeps the original names.
+    let both = directory.path().join("both.part");
+    tally_partial::write_mixed(
+        &[part_a, part_b],
+        None,
+        &options(&import, false),
+        &ReadLimits::default(),
+        &mut Unwatched,
+        &both,
+    )
+    .expect("written");
+    let found = tally_partial::resolve_mixed(
+        &[both],
+        None,
+        &options(&import, false),
+        &ReadLimits::default(),
+        &mut Unwatched,
+    )
+    .expect_err("a conflict")
+    .to_string();
+    assert_eq!(found, expected);
+}
+
+/// A partial written into a missing directory leaves nothing behind; one
+/// that cannot be made (a missing input) neither.
+#[test]
+fn a_failed_write_leaves_no_file() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let import = import("unused");
+    let example = root().join("examples/serving-run.jsonl");
+    let nowhere = directory.path().join("missing/out.part");
+    let failed = tally_partial::write_mixed(
+        &[example],
+        None,
+        &options(&import, false),
+        &ReadLimits::default(),
+        &mut Unwatched,
+        &nowhere,
+    );
+    assert!(failed.is_err());
+    let out = directory.path().join("out.part");
+    let missing = directory.path().join("no-such.jsonl");
+    let failed = tally_partial::write_mixed(
+        &[missing],
+        None,
+        &options(&import, false),
+        &ReadLimits::default(),
+        &mut Unwatched,
+        &out,
+    );
+    assert!(failed.expect_err("no input").to_string().contains("no-such.jsonl"));
+    assert_eq!(std::fs::read_dir(directory.path()).expect("listed").count(), 0);
+}
