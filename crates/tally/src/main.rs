@@ -46,6 +46,10 @@ enum Command {
     /// tally: the static corpus, then generated cases, each disagreement
     /// shrunk to a minimal case (see `tally conform --help`).
     Conform(cmd::conform::Args),
+    /// Read some of a run's files (artifacts, traces, partials) into a
+    /// partial result, which `account`, `breakdown`, `shares` and `diff`
+    /// take beside the run's other files: the same output as of every file.
+    Partial(cmd::partial::Args),
     /// Import profiler traces (PyTorch/Kineto Chrome-trace JSON, Nsight
     /// Systems SQLite) into one artifact.
     Import(cmd::import::Args),
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => cmd::diff::run(&args),
         Command::Shares(args) => cmd::shares::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
+        Command::Partial(args) => cmd::partial::run(&args),
         Command::Import(args) => cmd::import::run(&args),
         Command::Export(args) => cmd::export::run(&args),
         Command::Profile(args) => cmd::profile::run(&args),

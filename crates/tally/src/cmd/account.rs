@@ -11,7 +11,7 @@ use std::process::ExitCode;
 use tally_gpu_time::{AccountingReport, account_gpu_time};
 use tally_ingest::{RunError, RunOptions, Watcher, resolve_inputs};
 use tally_resolve::StreamedRun;
-use tally_trace::OpenedInput;
+use tally_trace::{ImportOptions, OpenedInput};
 
 use super::Layout;
 use super::progress::Progress;
@@ -22,7 +22,9 @@ pub struct Args {
     /// Artifacts of one run (e.g. one per rank), read and resolved together:
     /// paths, or `-` for standard input; plain or gzip, schema 1-4. Profiler
     /// traces (Kineto JSON, Nsight SQLite; told apart by content) are
-    /// imported together as one run, as `tally import` would.
+    /// imported together as one run, as `tally import` would. Partials of
+    /// the run (`tally partial`) may stand among them: the output is the
+    /// same as of the files they were made from.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -36,12 +38,15 @@ pub struct Args {
     pub trace: super::input::TraceArgs,
     #[command(flatten)]
     pub limits: super::output::LimitArgs,
+    #[command(flatten)]
+    pub partials: super::partial::PartialArgs,
 }
 
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let run = match resolve_files(&args.files, &args.trace, &args.limits, Purpose::Accounting) {
+    let run = match resolve_files(&args.files, &args.trace, &args.limits, &args.partials, Purpose::Accounting)
+    {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
@@ -75,12 +80,21 @@ pub(crate) enum Purpose {
 /// Reads every file of one run and resolves their records together as
 /// they stream by (`tally_ml::run`), with a progress bar on a terminal. The
 /// error is the first rejection, ready to print (`FILE: line N: reason`).
+///
+/// Partials among the files (`tally partial`) are read with the other
+/// inputs into the one resolver: the same run, or the same rejection, as
+/// of their original files. Without one, the files are read as they always
+/// were.
 pub(crate) fn resolve_files(
     files: &[PathBuf],
     trace: &super::input::TraceArgs,
     limits: &super::output::LimitArgs,
+    partials: &super::partial::PartialArgs,
     purpose: Purpose,
 ) -> Result<StreamedRun, String> {
+    if super::partial::any_partial(files) {
+        return super::partial::resolve(files, trace, limits, partials, purpose == Purpose::Breakdown);
+    }
     resolve(files, trace, limits, purpose).map_err(|error| super::output::run_message(&error))
 }
 
@@ -91,26 +105,44 @@ fn resolve(
     purpose: Purpose,
 ) -> Result<StreamedRun, RunError> {
     let inputs = tally_ingest::open_inputs(files, trace.input_format)?;
-    let traces: Vec<&OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
-    if purpose == Purpose::Accounting && traces.is_empty() {
+    if purpose == Purpose::Accounting && !inputs.iter().any(OpenedInput::is_trace) {
         super::memory::keep_freed_briefly();
     }
-    // Made only for a run with traces: the trace flags concern nothing
-    // else, and are not judged without one.
-    let import = (!traces.is_empty()).then(|| trace.options(&traces).map_err(|error| format!("{error:#}")));
-    let options = RunOptions {
+    let import = import_options(&inputs, trace);
+    let options = run_options(trace, limits, import.as_ref(), purpose == Purpose::Breakdown);
+    resolve_inputs(inputs, &options, &mut ProgressWatcher::default())
+}
+
+/// The import options for the traces among `inputs`, as the flags say, or
+/// why they cannot be made; `None` without traces: the trace flags concern
+/// nothing else, and are not judged without one.
+pub(crate) fn import_options(
+    inputs: &[OpenedInput],
+    trace: &super::input::TraceArgs,
+) -> Option<Result<ImportOptions, String>> {
+    let traces: Vec<&OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
+    (!traces.is_empty()).then(|| trace.options(&traces).map_err(|error| format!("{error:#}")))
+}
+
+/// How a run's inputs are read, as the flags say.
+pub(crate) fn run_options<'a>(
+    trace: &super::input::TraceArgs,
+    limits: &super::output::LimitArgs,
+    import: Option<&'a Result<ImportOptions, String>>,
+    keep_labels: bool,
+) -> RunOptions<'a> {
+    RunOptions {
         max_record_bytes: limits.max_record_bytes,
-        import: import.as_ref(),
-        keep_labels: purpose == Purpose::Breakdown,
+        import,
+        keep_labels,
         threads: trace.threads,
         inline_small_inputs: true,
-    };
-    resolve_inputs(inputs, &options, &mut ProgressWatcher::default())
+    }
 }
 
 /// A progress bar per artifact read.
 #[derive(Default)]
-struct ProgressWatcher {
+pub(crate) struct ProgressWatcher {
     bar: Option<Progress>,
 }
 

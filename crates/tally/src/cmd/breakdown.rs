@@ -58,9 +58,10 @@ docs/breakdown.md.";
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = JSON_HELP)]
 pub struct Args {
-    /// Artifacts or profiler traces of one run, as `tally account` takes
-    /// them (traces are imported with one record per kernel, copy or
-    /// memset, so each kernel keeps its name).
+    /// Artifacts or profiler traces of one run, or partials of it
+    /// (`tally partial`), as `tally account` takes them (traces are
+    /// imported with one record per kernel, copy or memset, so each kernel
+    /// keeps its name: make partials of traces with `--per-kernel`).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// Output format.
@@ -90,6 +91,8 @@ pub struct RunArgs {
     pub trace: super::input::TraceArgs,
     #[command(flatten)]
     pub limits: super::output::LimitArgs,
+    #[command(flatten)]
+    pub partials: super::partial::PartialArgs,
 }
 
 impl RunArgs {
@@ -114,7 +117,7 @@ pub(crate) fn run_breakdown(
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
     // Names and launch correlations classify work and link launches.
-    let run = resolve_files(files, &trace, limits, Purpose::Breakdown)?;
+    let run = resolve_files(files, &trace, limits, &run.partials, Purpose::Breakdown)?;
     let result = breakdown(&run, options);
     // The process ends soon; the OS takes the memory back at once.
     std::mem::forget(run);

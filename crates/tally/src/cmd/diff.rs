@@ -29,7 +29,8 @@ change_pct relative to A (null where A is 0).";
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = JSON_HELP)]
 pub struct Args {
-    /// The first run: an artifact or a profiler trace.
+    /// The first run: an artifact, a profiler trace or a partial of the run
+    /// (`tally partial`).
     pub a: PathBuf,
     /// The second run.
     pub b: PathBuf,

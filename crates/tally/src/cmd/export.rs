@@ -15,7 +15,8 @@ use super::output::{LimitArgs, artifact_message};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// An artifact (plain or gzip, schema 1-4) or a trace (detected by
-    /// content).
+    /// content); not a partial (`tally partial`), which keeps only what
+    /// accounting needs of the events, not their timeline.
     pub input: PathBuf,
     /// The timeline to write, atomically.
     #[arg(short, long)]
@@ -32,6 +33,12 @@ pub struct Args {
 /// evidence that cannot be resolved would show a run that does not exist.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let name = args.input.display().to_string();
+    if super::partial::any_partial(std::slice::from_ref(&args.input)) {
+        eprintln!(
+            "{name}: a tally partial keeps what accounting needs of its events, not their timeline: export the artifacts or traces it was made from"
+        );
+        return Ok(ExitCode::FAILURE);
+    }
     let input = match tally_trace::open_input(&args.input, args.trace.input_format) {
         Ok(input) => input,
         Err(error) => {

@@ -13,6 +13,7 @@ pub mod input;
 pub mod interrupt;
 pub mod memory;
 pub mod output;
+pub mod partial;
 pub mod profile;
 pub mod progress;
 mod readable;

@@ -17,7 +17,8 @@ use super::input::TraceArgs;
 /// Arguments of `tally shares`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Artifacts of one run, read and resolved together (as `tally account`).
+    /// Artifacts of one run, or partials of it (`tally partial`), read and
+    /// resolved together (as `tally account`).
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
     /// The share model (JSON; see `tally shares --help`).
@@ -28,6 +29,8 @@ pub struct Args {
     pub format: Layout,
     #[command(flatten)]
     pub limits: super::output::LimitArgs,
+    #[command(flatten)]
+    pub partials: super::partial::PartialArgs,
 }
 
 /// Runs the command: exit 0 when the model matches its budget, 1 when it
@@ -47,7 +50,8 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let graph = match resolve_files(&args.files, &TraceArgs::default(), &args.limits, Purpose::Accounting) {
+    let trace = TraceArgs::default();
+    let graph = match resolve_files(&args.files, &trace, &args.limits, &args.partials, Purpose::Accounting) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");
