@@ -35,8 +35,10 @@
 //! With the off-by-default feature `mpi`, the `mpi` module gathers
 //! every rank's serialized profile and artifact to rank 0 (variable-length
 //! gathers with a deadline) and the `mpi-shards` program runs the whole
-//! path end to end under `mpirun`. Without the feature nothing of MPI is
-//! compiled.
+//! path end to end under `mpirun`; `mpi::account` and the `mpi-account`
+//! program account a run with each rank reading its share of the files
+//! (tally-partial's partials, reduced to rank 0 along a binomial tree).
+//! Without the feature nothing of MPI is compiled.
 //!
 //! # Where tally differs from vertebrae
 //!

@@ -19,6 +19,11 @@
 //!   whole job (`MPI_Abort`, exit code [`GATHER_TIMEOUT_EXIT`]) instead of
 //!   waiting forever. A rank whose process dies is handled by Open MPI
 //!   itself, which ends the job.
+//!
+//! [`account`] is the `mpi-account` program's: a run's accounting with
+//! each rank reading its share of the files, partials reduced to rank 0.
+
+pub mod account;
 
 use std::time::{Duration, Instant};
 
