@@ -23,7 +23,7 @@
 //! // Partials travel as bytes.
 //! let there = Partial::from_bytes(&there.to_bytes()?, "rank1.part")?;
 //! // Anywhere: merged, then resolved and accounted as one run.
-//! let run = merge(vec![here, there]).resolve(false)?;
+//! let run = merge(vec![here, there])?.resolve(false)?;
 //! assert_eq!(run.counts().iterations, 2);
 //! # Ok(())
 //! # }
@@ -54,12 +54,12 @@
 mod stream;
 
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 use tally_ingest::{PreparedSink, RunError, RunOptions, Sources, Unwatched, Watcher, position};
 use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
-use tally_trace::InputKind;
+use tally_trace::{Detail, InputKind, OpenedInput};
 
 pub use stream::{
     CHUNK_EVENTS, FORMAT_VERSION, Item, MAGIC, PartialError, PartialReader, PartialWriter, ReadLimits,
@@ -67,14 +67,15 @@ pub use stream::{
 };
 
 /// One partial in memory: its bytes, read through once to check them, with
-/// its sources and event count. Made from files ([`Partial::of_inputs`]),
-/// read back from bytes ([`Partial::from_bytes`]), merged ([`merge`]),
-/// resolved ([`Partial::resolve`]).
+/// its sources, event count and trace detail. Made from files
+/// ([`Partial::of_inputs`]), read back from bytes ([`Partial::from_bytes`]),
+/// merged ([`merge`]), resolved ([`Partial::resolve`]).
 #[derive(Clone, PartialEq, Eq)]
 pub struct Partial {
     bytes: Vec<u8>,
     sources: Vec<String>,
     events: u64,
+    traces: Option<Detail>,
 }
 
 /// Its size, not its bytes.
@@ -84,45 +85,86 @@ impl std::fmt::Debug for Partial {
             .field("bytes", &self.bytes.len())
             .field("sources", &self.sources)
             .field("events", &self.events)
+            .field("traces", &self.traces)
             .finish()
     }
 }
 
 impl Default for Partial {
     fn default() -> Self {
-        written(|_| Ok::<_, std::convert::Infallible>(Vec::new())).unwrap_or_else(|never| match never {})
+        written(|_| Ok::<_, std::convert::Infallible>(Mixed::default()))
+            .unwrap_or_else(|never| match never {})
     }
 }
 
-/// A partial written into memory by `fill`, which returns the sources.
-fn written<E>(
-    fill: impl FnOnce(&mut PartialWriter<Vec<u8>>) -> Result<Vec<String>, E>,
-) -> Result<Partial, E> {
+/// What reading a run's inputs found: the sources its records' positions
+/// name, and how its traces were imported, if it has any.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Mixed {
+    /// The sources, in order.
+    pub sources: Sources,
+    /// How the traces among the inputs were imported (those of partials as
+    /// their partials say).
+    pub traces: Option<Detail>,
+}
+
+impl Mixed {
+    /// Notes traces imported as `found` by `input`; inputs of one run agree.
+    fn traces(&mut self, found: Option<Detail>, input: &str) -> Result<(), PartialError> {
+        match (self.traces, found) {
+            (Some(expected), Some(found)) if expected != found => {
+                Err(PartialError::TraceDetail { input: input.to_owned(), expected, found })
+            }
+            (None, found) => {
+                self.traces = found;
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A partial written into memory by `fill`.
+fn written<E>(fill: impl FnOnce(&mut PartialWriter<Vec<u8>>) -> Result<Mixed, E>) -> Result<Partial, E> {
     // Writing into a vector cannot fail.
     let mut writer = PartialWriter::new(Vec::new()).expect("writing into memory");
-    let sources = fill(&mut writer)?;
+    let mixed = fill(&mut writer)?;
     let events = writer.events();
-    let bytes = writer.finish(sources.clone()).expect("writing into memory");
-    Ok(Partial { bytes, sources, events })
+    writer.set_traces(mixed.traces);
+    let bytes = writer.finish(mixed.sources.names.clone()).expect("writing into memory");
+    Ok(Partial { bytes, sources: mixed.sources.names, events, traces: mixed.traces })
+}
+
+/// How `options` imports traces.
+fn detail(options: &RunOptions<'_>) -> Detail {
+    match options.import {
+        Some(Ok(import)) => import.detail,
+        // Options that could not be made stop the read before any trace.
+        _ => Detail::default(),
+    }
 }
 
 impl Partial {
     /// A partial of a run's inputs, read as `tally account` reads them
-    /// ([`tally_ingest::read_inputs`]); activity labels are always kept, so
-    /// one partial serves accounting and the overlap breakdown.
+    /// ([`tally_ingest::read_inputs`]); activity labels are always kept.
     ///
     /// A trace import's own two records are not kept (see
     /// docs/partials.md). For traces split between partials, give every
     /// partial the run's ID ([`RunOptions::import`]): the default is
-    /// derived from the traces being read.
+    /// derived from the traces being read. The import's detail (a record
+    /// per launch, as `tally account` imports, or per kernel, as `tally
+    /// breakdown` does) is recorded: partials are read together only when
+    /// they agree.
     pub fn of_inputs(
-        inputs: Vec<tally_trace::OpenedInput>,
+        inputs: Vec<OpenedInput>,
         options: &RunOptions<'_>,
         watcher: &mut dyn Watcher,
     ) -> Result<Partial, RunError> {
         let labelled = RunOptions { keep_labels: true, ..*options };
+        let traces = inputs.iter().any(OpenedInput::is_trace).then(|| detail(options));
         written(|writer| {
-            tally_ingest::read_inputs(inputs, &labelled, watcher, writer).map(|sources| sources.names)
+            let sources = tally_ingest::read_inputs(inputs, &labelled, watcher, writer)?;
+            Ok(Mixed { sources, traces })
         })
     }
 
@@ -146,13 +188,13 @@ impl Partial {
     ) -> Result<Partial, PartialError> {
         let mut reader = PartialReader::new(bytes, name, *limits)?;
         loop {
-            if let Item::End { sources, events } = reader.next_item()? {
+            if let Item::End { sources, events, traces } = reader.next_item()? {
                 let rest = reader.into_inner();
                 if !rest.is_empty() {
                     let offset = (bytes.len() - rest.len()) as u64;
                     return Err(stream::broken(name, offset, "data follows the compressed stream"));
                 }
-                return Ok(Partial { bytes: bytes.to_vec(), sources, events });
+                return Ok(Partial { bytes: bytes.to_vec(), sources, events, traces });
             }
         }
     }
@@ -174,8 +216,7 @@ impl Partial {
         self.bytes
     }
 
-    /// The partial's bytes, copied (kept for callers that hold the
-    /// partial).
+    /// The partial's bytes, copied (for callers that keep the partial).
     pub fn to_bytes(&self) -> Result<Vec<u8>, PartialError> {
         Ok(self.bytes.clone())
     }
@@ -195,15 +236,23 @@ impl Partial {
         self.events
     }
 
+    /// How its traces were imported (one record per launch or per kernel),
+    /// if it holds any: a run's figures are those of a single process
+    /// importing its traces so.
+    pub fn traces(&self) -> Option<Detail> {
+        self.traces
+    }
+
     /// Resolves the partial's events as one run: the [`StreamedRun`] that
-    /// one process reading every original file makes, or its rejection
-    /// naming the original file and line. `keep_labels` as
-    /// [`RunOptions::keep_labels`] (the breakdown needs them).
+    /// one process reading every original file makes (its traces imported
+    /// as [`Partial::traces`] says), or its rejection naming the original
+    /// file and line. `keep_labels` as [`RunOptions::keep_labels`] (the
+    /// breakdown needs them).
     pub fn resolve(&self, keep_labels: bool) -> Result<StreamedRun, PartialError> {
         let mut resolver = resolver(keep_labels, self.events as usize);
-        let mut sources = Sources::default();
-        read_partial(&self.bytes[..], "partial", &ReadLimits::default(), &mut resolver, &mut sources)?;
-        resolver.finish().map_err(|error| PartialError::Run(sources.locate(error)))
+        let mut mixed = Mixed::default();
+        read_partial(&self.bytes[..], "partial", &ReadLimits::default(), &mut resolver, &mut mixed)?;
+        resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))
     }
 }
 
@@ -222,34 +271,39 @@ fn resolver(keep_labels: bool, events: usize) -> StreamingResolver {
     if keep_labels { resolver.keeping_labels() } else { resolver }
 }
 
-/// Merges partials into one: every source of each, and every delivery of
-/// each, in argument order. The merged partial resolves to the same run
-/// whatever the order and grouping of the merges (a partial of partials is
-/// a partial).
-pub fn merge(parts: impl IntoIterator<Item = Partial>) -> Partial {
-    let merged = written(|writer| {
-        let mut sources = Sources::default();
-        for part in parts {
-            // Each was checked when it was made or read.
-            read_partial(&part.bytes[..], "partial", &ReadLimits::default(), writer, &mut sources)?;
+/// Merges partials into one: every source and every delivery of each, in
+/// argument order. The merged partial resolves to the same run whatever
+/// the order and grouping of the merges (a partial of partials is a
+/// partial). Partials whose traces were imported differently are refused.
+pub fn merge(parts: impl IntoIterator<Item = Partial>) -> Result<Partial, PartialError> {
+    written(|writer| {
+        let mut mixed = Mixed::default();
+        for (number, part) in parts.into_iter().enumerate() {
+            mixed.traces(part.traces, &format!("partial {number}"))?;
+            read_partial(
+                &part.bytes[..],
+                &format!("partial {number}"),
+                &ReadLimits::default(),
+                writer,
+                &mut mixed,
+            )?;
         }
-        Ok::<_, PartialError>(sources.names)
-    });
-    merged.unwrap_or_else(|error| unreachable!("a checked partial reads again: {error}"))
+        Ok(mixed)
+    })
 }
 
-/// Pushes one partial's events into `sink`, numbered after `sources`, and
-/// adds its sources to them. A rejection by the sink is reported once the
-/// partial's sources are known (they end it), naming the original file
-/// and line.
+/// Pushes one partial's events into `sink`, numbered after the sources read
+/// before, and adds its sources (and its trace detail) to them. A rejection
+/// by the sink is reported once the partial's sources are known (they end
+/// it), naming the original file and line.
 fn read_partial(
-    input: impl std::io::BufRead,
+    input: impl BufRead,
     name: &str,
     limits: &ReadLimits,
     sink: &mut dyn PreparedSink,
-    sources: &mut Sources,
+    mixed: &mut Mixed,
 ) -> Result<(), PartialError> {
-    let shift = position(sources.names.len(), 0);
+    let shift = position(mixed.sources.names.len(), 0);
     let mut reader = PartialReader::new(input, name, *limits)?;
     let mut rejected: Option<ResolveError> = None;
     loop {
@@ -260,8 +314,9 @@ fn read_partial(
                     rejected = sink.push(&mut batch).err();
                 }
             }
-            Item::End { sources: names, .. } => {
-                sources.names.extend(names);
+            Item::End { sources, traces, .. } => {
+                mixed.traces(traces, name)?;
+                mixed.sources.names.extend(sources);
                 break;
             }
         }
@@ -272,70 +327,113 @@ fn read_partial(
         return Err(stream::broken(name, 0, "data follows the compressed stream"));
     }
     match rejected {
-        Some(error) => Err(PartialError::Run(sources.locate(error))),
+        Some(error) => Err(PartialError::Run(mixed.sources.locate(error))),
         None => Ok(()),
     }
+}
+
+/// One input of a run: a partial, or a file (or stream) that is not one,
+/// opened and its kind decided.
+#[derive(Debug)]
+pub enum RunInput {
+    /// A partial, read when its turn comes.
+    Partial(PathBuf),
+    /// An artifact or a trace.
+    Opened(OpenedInput),
+}
+
+/// Opens a run's inputs once each, telling partials (by their first bytes,
+/// for regular files) from the rest (`tally_trace::open_input`'s rule, or
+/// `forced`). Standard input, pipes and devices are never partials, and
+/// are read once.
+pub fn open_run_inputs(paths: &[PathBuf], forced: Option<InputKind>) -> Result<Vec<RunInput>, PartialError> {
+    paths
+        .iter()
+        .map(|path| {
+            if sniff_path(path)? {
+                return Ok(RunInput::Partial(path.clone()));
+            }
+            tally_trace::open_input(path, forced)
+                .map(RunInput::Opened)
+                .map_err(|error| PartialError::Run(RunError::Input(tally_ingest::InputError::Open(error))))
+        })
+        .collect()
+}
+
+/// The traces among a run's inputs (for their import options).
+pub fn traces_of(inputs: &[RunInput]) -> Vec<&OpenedInput> {
+    inputs
+        .iter()
+        .filter_map(|input| match input {
+            RunInput::Opened(opened) if opened.is_trace() => Some(opened),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Reads a run's inputs, partials among them, in the order given, into
 /// `sink`: each partial's events, and the other inputs read together where
 /// the first of them stands (as `tally account` reads them, traces imported
-/// together). Returns the sources of them all.
+/// together). Returns the sources of them all and how the traces were
+/// imported.
 pub fn read_mixed(
-    paths: &[PathBuf],
-    forced: Option<InputKind>,
+    inputs: Vec<RunInput>,
     options: &RunOptions<'_>,
     limits: &ReadLimits,
     watcher: &mut dyn Watcher,
     sink: &mut dyn PreparedSink,
-) -> Result<Sources, PartialError> {
-    enum Part<'p> {
-        Partial(&'p Path),
+) -> Result<Mixed, PartialError> {
+    enum Part {
+        Partial(PathBuf),
         Files,
     }
-    let mut parts: Vec<Part<'_>> = Vec::new();
-    let mut files: Vec<PathBuf> = Vec::new();
-    for path in paths {
-        if sniff_path(path)? {
-            parts.push(Part::Partial(path));
-        } else {
-            if files.is_empty() {
-                parts.push(Part::Files);
+    let mut parts: Vec<Part> = Vec::new();
+    let mut files: Vec<OpenedInput> = Vec::new();
+    for input in inputs {
+        match input {
+            RunInput::Partial(path) => parts.push(Part::Partial(path)),
+            RunInput::Opened(opened) => {
+                if files.is_empty() {
+                    parts.push(Part::Files);
+                }
+                files.push(opened);
             }
-            files.push(path.clone());
         }
     }
-    let mut sources = Sources::default();
+    let mut mixed = Mixed::default();
     for part in parts {
         match part {
             Part::Partial(path) => {
                 let file =
-                    File::open(path).map_err(|error| PartialError::Io { path: path.to_path_buf(), error })?;
+                    File::open(&path).map_err(|error| PartialError::Io { path: path.clone(), error })?;
                 let reader = BufReader::with_capacity(1 << 16, file);
-                read_partial(reader, &path.display().to_string(), limits, sink, &mut sources)?;
+                read_partial(reader, &path.display().to_string(), limits, sink, &mut mixed)?;
             }
             Part::Files => {
-                let inputs =
-                    tally_ingest::open_inputs(&std::mem::take(&mut files), forced).map_err(RunError::from)?;
-                tally_ingest::read_more_inputs(inputs, options, watcher, sink, &mut sources)?;
+                let files = std::mem::take(&mut files);
+                if let Some(trace) = files.iter().find(|input| input.is_trace()) {
+                    mixed.traces(Some(detail(options)), &trace.path().display().to_string())?;
+                }
+                tally_ingest::read_more_inputs(files, options, watcher, sink, &mut mixed.sources)?;
             }
         }
     }
-    Ok(sources)
+    Ok(mixed)
 }
 
 /// Resolves a run's inputs, partials among them ([`read_mixed`]): the run
-/// one process reading every original file resolves.
+/// one process reading every original file resolves, and how its traces
+/// were imported.
 pub fn resolve_mixed(
-    paths: &[PathBuf],
-    forced: Option<InputKind>,
+    inputs: Vec<RunInput>,
     options: &RunOptions<'_>,
     limits: &ReadLimits,
     watcher: &mut dyn Watcher,
-) -> Result<StreamedRun, PartialError> {
+) -> Result<(StreamedRun, Option<Detail>), PartialError> {
     let mut resolver = resolver(options.keep_labels, 0);
-    let sources = read_mixed(paths, forced, options, limits, watcher, &mut resolver)?;
-    resolver.finish().map_err(|error| PartialError::Run(sources.locate(error)))
+    let mixed = read_mixed(inputs, options, limits, watcher, &mut resolver)?;
+    let run = resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))?;
+    Ok((run, mixed.traces))
 }
 
 /// What writing a partial wrote.
@@ -353,36 +451,34 @@ pub struct Written {
 /// ([`read_mixed`]; a partial of partials is a partial), to `out`, whole
 /// or not at all, holding one chunk of events at a time.
 pub fn write_mixed(
-    paths: &[PathBuf],
-    forced: Option<InputKind>,
+    inputs: Vec<RunInput>,
     options: &RunOptions<'_>,
     limits: &ReadLimits,
     watcher: &mut dyn Watcher,
     out: &Path,
 ) -> Result<Written, PartialError> {
     let labelled = RunOptions { keep_labels: true, ..*options };
-    let mut summary = None;
-    write_atomically(out, |file| {
+    let mut refused = None;
+    let mut summary = (0, 0);
+    let written = write_atomically(out, |file| {
         let mut writer = PartialWriter::new(std::io::BufWriter::with_capacity(1 << 16, file))?;
-        let sources = read_mixed(paths, forced, &labelled, limits, watcher, &mut writer)
-            .map_err(std::io::Error::other)?;
-        let events = writer.events();
-        let count = sources.names.len();
-        writer.finish(sources.names)?.flush()?;
-        summary = Some((count, events));
-        Ok(())
-    })
-    .map_err(|error| match error {
-        // A read's own error, passed through the writer's io::Error.
-        PartialError::Io { error, .. } if error.get_ref().is_some_and(|inner| inner.is::<PartialError>()) => {
-            // Checked just above.
-            *error.into_inner().expect("an inner error").downcast::<PartialError>().expect("a PartialError")
-        }
-        other => other,
-    })?;
-    let (sources, events) = summary.unwrap_or_default();
+        let mixed = match read_mixed(inputs, &labelled, limits, watcher, &mut writer) {
+            Ok(mixed) => mixed,
+            Err(error) => {
+                refused = Some(error);
+                return Err(std::io::Error::other("the inputs were refused"));
+            }
+        };
+        summary = (mixed.sources.names.len(), writer.events());
+        writer.set_traces(mixed.traces);
+        writer.finish(mixed.sources.names)?.flush()
+    });
+    if let Some(error) = refused {
+        return Err(error);
+    }
+    written?;
     let bytes = std::fs::metadata(out).map(|metadata| metadata.len()).unwrap_or(0);
-    Ok(Written { sources, events, bytes })
+    Ok(Written { sources: summary.0, events: summary.1, bytes })
 }
 
 /// Writes `path` through `fill` into a temporary file beside it, renamed
@@ -411,22 +507,20 @@ fn write_atomically(
 /// Reads a run's inputs, partials among them, into one partial in memory
 /// ([`read_mixed`]).
 pub fn gather(
-    paths: &[PathBuf],
-    forced: Option<InputKind>,
+    inputs: Vec<RunInput>,
     options: &RunOptions<'_>,
     limits: &ReadLimits,
     watcher: &mut dyn Watcher,
 ) -> Result<Partial, PartialError> {
     let labelled = RunOptions { keep_labels: true, ..*options };
-    written(|writer| {
-        read_mixed(paths, forced, &labelled, limits, watcher, writer).map(|sources| sources.names)
-    })
+    written(|writer| read_mixed(inputs, &labelled, limits, watcher, writer))
 }
 
-/// Whether the file at `path` is a partial, from its first bytes (`-`,
-/// standard input, never is).
+/// Whether the file at `path` is a partial, from its first bytes. Only a
+/// regular file is looked at: standard input (`-`), a pipe or a device is
+/// never a partial, and is left unread for the reading that follows.
 pub fn sniff_path(path: &Path) -> Result<bool, PartialError> {
-    if path == Path::new("-") {
+    if path == Path::new("-") || !std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file()) {
         return Ok(false);
     }
     let io = |error| PartialError::Io { path: path.to_path_buf(), error };
@@ -435,7 +529,7 @@ pub fn sniff_path(path: &Path) -> Result<bool, PartialError> {
     Ok(is_partial(&head))
 }
 
-/// Whether any of the paths is a partial (read from its first bytes).
+/// Whether any of the paths is a partial ([`sniff_path`]).
 pub fn any_partial(paths: &[PathBuf]) -> Result<bool, PartialError> {
     for path in paths {
         if sniff_path(path)? {

@@ -28,6 +28,7 @@ use flate2::write::ZlibEncoder;
 use serde::{Deserialize, Serialize};
 use tally_ingest::{PreparedSink, RunError, origin};
 use tally_resolve::{EventIdentity, PreparedBatch, ResolveError};
+use tally_trace::Detail;
 
 /// The first bytes of every partial.
 pub const MAGIC: &[u8; 10] = b"TALLYPART\0";
@@ -93,6 +94,20 @@ pub enum PartialError {
     /// (the error names the original file and line).
     #[error(transparent)]
     Run(#[from] RunError),
+    /// Inputs whose traces were imported differently (one record per
+    /// launch, one per kernel) cannot be read as one run: their figures
+    /// differ.
+    #[error(
+        "{input}: its traces were imported one record per {found}, but the inputs before it per {expected}; make every partial of the run with the same detail"
+    )]
+    TraceDetail {
+        /// The partial that disagrees.
+        input: String,
+        /// How the inputs before it were imported.
+        expected: Detail,
+        /// How it was.
+        found: Detail,
+    },
 }
 
 /// One frame of the stream.
@@ -113,6 +128,10 @@ pub(crate) struct Trailer {
     pub(crate) sources: Vec<String>,
     /// The events in all the batch frames.
     pub(crate) events: u64,
+    /// How the partial's traces were imported (one record per launch or
+    /// per kernel), if it holds any: figures differ between the two, so
+    /// partials are read together only when they agree.
+    pub(crate) traces: Option<Detail>,
 }
 
 /// Whether `head` (a file's first bytes) starts a partial.
@@ -134,6 +153,7 @@ pub struct PartialWriter<W: Write> {
     /// The first write that failed, while the writer was a sink (which
     /// can only stop for the resolver's reasons).
     failed: Option<std::io::Error>,
+    traces: Option<Detail>,
 }
 
 impl<W: Write> PartialWriter<W> {
@@ -149,6 +169,7 @@ impl<W: Write> PartialWriter<W> {
             events: 0,
             imported: Vec::new(),
             failed: None,
+            traces: None,
         })
     }
 
@@ -204,6 +225,11 @@ impl<W: Write> PartialWriter<W> {
         Ok(())
     }
 
+    /// Records how the partial's traces were imported, if it holds any.
+    pub fn set_traces(&mut self, traces: Option<Detail>) {
+        self.traces = traces;
+    }
+
     /// Ends the partial with its sources (those its events' positions
     /// name) and returns the output.
     pub fn finish(mut self, sources: Vec<String>) -> std::io::Result<W> {
@@ -211,8 +237,12 @@ impl<W: Write> PartialWriter<W> {
             return Err(error);
         }
         self.flush_chunk()?;
-        let trailer =
-            Trailer { tally_version: env!("CARGO_PKG_VERSION").to_owned(), sources, events: self.events };
+        let trailer = Trailer {
+            tally_version: env!("CARGO_PKG_VERSION").to_owned(),
+            sources,
+            events: self.events,
+            traces: self.traces,
+        };
         self.write_frame(&Frame::End(trailer))?;
         let mut out = self.encoder.finish()?;
         out.flush()?;
@@ -276,6 +306,8 @@ pub enum Item {
         sources: Vec<String>,
         /// The events in all the chunks.
         events: u64,
+        /// How its traces were imported, if it holds any.
+        traces: Option<Detail>,
     },
 }
 
@@ -365,7 +397,7 @@ impl<R: BufRead> PartialReader<R> {
                 if more != 0 {
                     return Err(self.fail("data follows the end frame"));
                 }
-                Ok(Item::End { sources: trailer.sources, events: trailer.events })
+                Ok(Item::End { sources: trailer.sources, events: trailer.events, traces: trailer.traces })
             }
         }
     }

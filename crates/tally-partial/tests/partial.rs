@@ -31,6 +31,10 @@ fn import(run_id: &str) -> Result<tally_trace::ImportOptions, String> {
     })
 }
 
+fn opened(paths: &[PathBuf]) -> Vec<tally_partial::RunInput> {
+    tally_partial::open_run_inputs(paths, None).expect("inputs open")
+}
+
 fn report(run: &StreamedRun) -> String {
     let report = AccountingReport::of(run, &account_gpu_time(run), true);
     serde_json::to_string(&report).expect("a report serializes")
@@ -83,12 +87,12 @@ fn split_artifact_merges_to_the_single_process_answer() {
             Partial::from_bytes(&made.to_bytes().expect("encodes"), "part").expect("decodes")
         })
         .collect();
-    let forward = merge(parts.clone());
-    let backward = merge(parts.into_iter().rev());
+    let forward = merge(parts.clone()).expect("merged");
+    let backward = merge(parts.into_iter().rev()).expect("merged");
     assert_eq!(report(&forward.resolve(false).expect("resolves")), expected);
     assert_eq!(report(&backward.resolve(false).expect("resolves")), expected);
     // A partial of partials is a partial.
-    let again = merge([merge([forward.clone()]), Partial::default()]);
+    let again = merge([merge([forward.clone()]).expect("merged"), Partial::default()]).expect("merged");
     assert_eq!(report(&again.resolve(false).expect("resolves")), expected);
 }
 
@@ -100,7 +104,7 @@ fn traces_split_between_partials_account_as_one_import() {
     let paths = vec![fixtures.join("sampled-rank-0.json.gz"), fixtures.join("sampled-rank-1.json.gz")];
     let expected = report(&single(&paths, "ranks", false));
     let parts: Vec<Partial> = paths.iter().map(|path| partial(std::slice::from_ref(path), "ranks")).collect();
-    let merged = merge(parts);
+    let merged = merge(parts).expect("merged");
     assert_eq!(report(&merged.resolve(false).expect("resolves")), expected);
     let size: u64 = paths.iter().map(|path| std::fs::metadata(path).expect("exists").len()).sum();
     eprintln!("partial {} bytes for {size} bytes of gzip traces", merged.to_bytes().expect("encodes").len());
@@ -168,12 +172,12 @@ fn a_conflict_across_partials_names_the_original_file_and_line() {
     let (part_a, part_b) = (part(&first, "a.part"), part(&second, "b.part"));
     for inputs in [vec![part_a.clone(), part_b.clone()], vec![part_a.clone(), second.clone()]] {
         let found = tally_partial::resolve_mixed(
-            &inputs,
-            None,
+            opened(&inputs),
             &options(&import, false),
             &ReadLimits::default(),
             &mut Unwatched,
         )
+        .map(|(run, _)| run)
         .expect_err("a conflict")
         .to_string();
         assert_eq!(found, expected, "{inputs:?}");
@@ -181,8 +185,7 @@ fn a_conflict_across_partials_names_the_original_file_and_line() {
     // A partial of partials keeps the original names.
     let both = directory.path().join("both.part");
     tally_partial::write_mixed(
-        &[part_a, part_b],
-        None,
+        opened(&[part_a, part_b]),
         &options(&import, false),
         &ReadLimits::default(),
         &mut Unwatched,
@@ -190,12 +193,12 @@ fn a_conflict_across_partials_names_the_original_file_and_line() {
     )
     .expect("written");
     let found = tally_partial::resolve_mixed(
-        &[both],
-        None,
+        opened(&[both]),
         &options(&import, false),
         &ReadLimits::default(),
         &mut Unwatched,
     )
+    .map(|(run, _)| run)
     .expect_err("a conflict")
     .to_string();
     assert_eq!(found, expected);
@@ -210,8 +213,7 @@ fn a_failed_write_leaves_no_file() {
     let example = root().join("examples/serving-run.jsonl");
     let nowhere = directory.path().join("missing/out.part");
     let failed = tally_partial::write_mixed(
-        &[example],
-        None,
+        opened(&[example]),
         &options(&import, false),
         &ReadLimits::default(),
         &mut Unwatched,
@@ -220,14 +222,36 @@ fn a_failed_write_leaves_no_file() {
     assert!(failed.is_err());
     let out = directory.path().join("out.part");
     let missing = directory.path().join("no-such.jsonl");
-    let failed = tally_partial::write_mixed(
-        &[missing],
-        None,
-        &options(&import, false),
+    let failed = tally_partial::open_run_inputs(&[missing], None);
+    assert!(failed.expect_err("no input").to_string().contains("no-such.jsonl"));
+    let refused = tally_partial::write_mixed(
+        opened(&[root().join("crates/tally-trace/tests/fixtures/kineto/sampled-rank-0.json.gz")]),
+        &options(&Err("--run-id: refused".into()), false),
         &ReadLimits::default(),
         &mut Unwatched,
         &out,
     );
-    assert!(failed.expect_err("no input").to_string().contains("no-such.jsonl"));
+    assert!(refused.expect_err("refused options").to_string().contains("refused"));
     assert_eq!(std::fs::read_dir(directory.path()).expect("listed").count(), 0);
+}
+
+/// Partials of traces imported per launch and per kernel are not read as
+/// one run; each records how it was made.
+#[test]
+fn partials_of_different_trace_detail_are_refused_together() {
+    let trace = root().join("crates/tally-trace/tests/fixtures/kineto/sampled-rank-0.json.gz");
+    let launch = partial(std::slice::from_ref(&trace), "ranks");
+    let kernel_import = import("ranks").map(|mut options| {
+        options.detail = tally_trace::Detail::Kernel;
+        options
+    });
+    let inputs = open_inputs(std::slice::from_ref(&trace), None).expect("inputs open");
+    let kernel = Partial::of_inputs(inputs, &options(&kernel_import, true), &mut Unwatched).expect("made");
+    assert_eq!(launch.traces(), Some(tally_trace::Detail::Launch));
+    assert_eq!(kernel.traces(), Some(tally_trace::Detail::Kernel));
+    let artifact = partial(&[root().join("examples/serving-run.jsonl")], "unused");
+    assert_eq!(artifact.traces(), None);
+    let refused = merge([launch.clone(), artifact, kernel]).expect_err("different detail");
+    assert!(refused.to_string().contains("per kernel, but the inputs before it per launch"), "{refused}");
+    assert!(merge([launch.clone(), launch]).is_ok());
 }
