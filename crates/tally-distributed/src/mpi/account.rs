@@ -194,7 +194,12 @@ pub fn reduce_to_root<C: Communicator>(comm: &C, own: Result<Partial, ()>) -> Op
 /// their partials, else every failed rank.
 fn combine(held: Reduced, child: Reduced) -> Reduced {
     match (held, child) {
-        (Reduced::Partial(own), Reduced::Partial(theirs)) => Reduced::Partial(merge([own, theirs])),
+        // Every rank imports its traces with the same options, so the
+        // partials agree on their trace detail, the one thing a merge
+        // refuses.
+        (Reduced::Partial(own), Reduced::Partial(theirs)) => {
+            Reduced::Partial(merge([own, theirs]).expect("ranks import traces alike"))
+        }
         (Reduced::Failed(mut own), Reduced::Failed(theirs)) => {
             own.extend(theirs);
             Reduced::Failed(own)

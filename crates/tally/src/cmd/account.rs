@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use tally_gpu_time::{AccountingReport, account_gpu_time};
 use tally_ingest::{RunError, RunOptions, Watcher, resolve_inputs};
+use tally_partial::RunInput;
 use tally_resolve::StreamedRun;
 use tally_trace::{ImportOptions, OpenedInput};
 
@@ -92,36 +93,44 @@ pub(crate) fn resolve_files(
     partials: &super::partial::PartialArgs,
     purpose: Purpose,
 ) -> Result<StreamedRun, String> {
-    if super::partial::any_partial(files) {
-        return super::partial::resolve(files, trace, limits, partials, purpose == Purpose::Breakdown);
+    let inputs = tally_partial::open_run_inputs(files, trace.input_format)
+        .map_err(|error| super::partial::partial_message(&error))?;
+    if inputs.iter().any(|input| matches!(input, RunInput::Partial(_))) {
+        return super::partial::resolve(inputs, trace, limits, partials, purpose == Purpose::Breakdown);
     }
-    resolve(files, trace, limits, purpose).map_err(|error| super::output::run_message(&error))
+    let opened: Vec<OpenedInput> = inputs
+        .into_iter()
+        .filter_map(|input| match input {
+            RunInput::Opened(input) => Some(input),
+            RunInput::Partial(_) => None,
+        })
+        .collect();
+    resolve(opened, trace, limits, purpose).map_err(|error| super::output::run_message(&error))
 }
 
 fn resolve(
-    files: &[PathBuf],
+    inputs: Vec<OpenedInput>,
     trace: &super::input::TraceArgs,
     limits: &super::output::LimitArgs,
     purpose: Purpose,
 ) -> Result<StreamedRun, RunError> {
-    let inputs = tally_ingest::open_inputs(files, trace.input_format)?;
     if purpose == Purpose::Accounting && !inputs.iter().any(OpenedInput::is_trace) {
         super::memory::keep_freed_briefly();
     }
-    let import = import_options(&inputs, trace);
+    let traces: Vec<&OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
+    let import = import_options(&traces, trace);
     let options = run_options(trace, limits, import.as_ref(), purpose == Purpose::Breakdown);
     resolve_inputs(inputs, &options, &mut ProgressWatcher::default())
 }
 
-/// The import options for the traces among `inputs`, as the flags say, or
+/// The import options for `traces` (a run's), as the flags say, or
 /// why they cannot be made; `None` without traces: the trace flags concern
 /// nothing else, and are not judged without one.
 pub(crate) fn import_options(
-    inputs: &[OpenedInput],
+    traces: &[&OpenedInput],
     trace: &super::input::TraceArgs,
 ) -> Option<Result<ImportOptions, String>> {
-    let traces: Vec<&OpenedInput> = inputs.iter().filter(|input| input.is_trace()).collect();
-    (!traces.is_empty()).then(|| trace.options(&traces).map_err(|error| format!("{error:#}")))
+    (!traces.is_empty()).then(|| trace.options(traces).map_err(|error| format!("{error:#}")))
 }
 
 /// How a run's inputs are read, as the flags say.

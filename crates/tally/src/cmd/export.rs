@@ -33,7 +33,7 @@ pub struct Args {
 /// evidence that cannot be resolved would show a run that does not exist.
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let name = args.input.display().to_string();
-    if super::partial::any_partial(std::slice::from_ref(&args.input)) {
+    if tally_partial::sniff_path(&args.input).unwrap_or(false) {
         eprintln!(
             "{name}: a tally partial keeps what accounting needs of its events, not their timeline: export the artifacts or traces it was made from"
         );

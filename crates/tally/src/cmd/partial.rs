@@ -4,13 +4,14 @@
 //! run's other files or partials; and how those commands read partials
 //! among their inputs.
 
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use tally_ingest::{PreparedSink, Sources};
-use tally_partial::{PartialError, PartialWriter, ReadLimits};
+use tally_ingest::PreparedSink;
+use tally_partial::{Mixed, PartialError, PartialWriter, ReadLimits, RunInput};
 use tally_resolve::{StreamedRun, StreamingResolver};
+use tally_trace::Detail;
 
 use super::account::{ProgressWatcher, import_options, run_options};
 use super::input::TraceArgs;
@@ -86,21 +87,28 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         eprintln!("tally: error: {message}");
         return Ok(ExitCode::FAILURE);
     }
+    let inputs = match tally_partial::open_run_inputs(&args.files, args.trace.input_format) {
+        Ok(inputs) => inputs,
+        Err(error) => {
+            eprintln!("{}", partial_message(&error));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
     // A rejection of the inputs, as other commands print it (the error
     // out of the writing closure only stops the write).
     let mut refused = None;
     let written = super::output::write_atomically(&args.output, |file| {
         let mut writer = PartialWriter::new(BufWriter::with_capacity(1 << 16, file))?;
-        let sources =
-            match read_run(&args.files, &args.trace, &args.limits, &args.partials, true, &mut writer) {
-                Ok(sources) => sources.names,
-                Err(message) => {
-                    refused = Some(message);
-                    anyhow::bail!("the inputs were rejected");
-                }
-            };
-        let (count, events) = (sources.len(), writer.events());
-        writer.finish(sources)?.flush()?;
+        let mixed = match read_run(inputs, &args.trace, &args.limits, &args.partials, true, &mut writer) {
+            Ok(mixed) => mixed,
+            Err(message) => {
+                refused = Some(message);
+                anyhow::bail!("the inputs were rejected");
+            }
+        };
+        let (count, events) = (mixed.sources.names.len(), writer.events());
+        writer.set_traces(mixed.traces);
+        writer.finish(mixed.sources.names)?.flush()?;
         Ok((count, events))
     });
     if let Some(message) = refused {
@@ -128,7 +136,10 @@ fn output_refused(output: &Path, files: &[PathBuf]) -> Option<String> {
     let target = std::fs::canonicalize(output).ok()?;
     files
         .iter()
-        .find(|file| std::fs::canonicalize(file).is_ok_and(|file| file == target) && !is_partial_file(file))
+        .find(|file| {
+            std::fs::canonicalize(file).is_ok_and(|file| file == target)
+                && !tally_partial::sniff_path(file).unwrap_or(false)
+        })
         .map(|file| {
             format!(
                 "-o {}: is the input {}, which is not a partial; it would be replaced",
@@ -138,39 +149,14 @@ fn output_refused(output: &Path, files: &[PathBuf]) -> Option<String> {
         })
 }
 
-/// Whether the file at `path` is a partial, from its first bytes. Standard
-/// input, a pipe or a device never is: their first bytes are not read here,
-/// so that the command reads them whole once. A file that cannot be opened
-/// is not either: reading it as a run's input says why, as without
-/// partials.
-fn is_partial_file(path: &Path) -> bool {
-    if path == Path::new("-") || !std::fs::metadata(path).is_ok_and(|metadata| metadata.is_file()) {
-        return false;
-    }
-    let Ok(mut file) = std::fs::File::open(path) else { return false };
-    let mut head = [0u8; tally_partial::MAGIC.len()];
-    let mut filled = 0;
-    while filled < head.len() {
-        match file.read(&mut head[filled..]) {
-            Ok(0) | Err(_) => break,
-            Ok(read) => filled += read,
-        }
-    }
-    tally_partial::is_partial(&head[..filled])
-}
-
-/// Whether any of a run's files is a partial ([`is_partial_file`]).
-pub(crate) fn any_partial(files: &[PathBuf]) -> bool {
-    files.iter().any(|file| is_partial_file(file))
-}
-
-/// Reads a run's files, partials among them, and resolves them as one run
-/// (as `tally_partial::resolve_mixed` does, streams refused first): the
-/// run, or the rejection, that reading the partials' original files
-/// instead makes. The error is ready to print (`FILE: line N: reason`,
-/// `FILE: byte N: reason`).
+/// Reads a run's inputs, partials among them, and resolves them as one run
+/// (as `tally_partial::resolve_mixed` does): the run, or the rejection,
+/// that reading the partials' original files instead makes. Traces in the
+/// partials must have been imported as this command imports them
+/// (`--per-kernel`; the breakdown always does). The error is ready to
+/// print (`FILE: line N: reason`, `FILE: byte N: reason`).
 pub(crate) fn resolve(
-    files: &[PathBuf],
+    inputs: Vec<RunInput>,
     trace: &TraceArgs,
     limits: &LimitArgs,
     partials: &PartialArgs,
@@ -178,62 +164,47 @@ pub(crate) fn resolve(
 ) -> Result<StreamedRun, String> {
     let resolver = StreamingResolver::new();
     let mut resolver = if keep_labels { resolver.keeping_labels() } else { resolver };
-    let sources = read_run(files, trace, limits, partials, keep_labels, &mut resolver)?;
-    resolver.finish().map_err(|error| run_message(&sources.locate(error)))
+    let mixed = read_run(inputs, trace, limits, partials, keep_labels, &mut resolver)?;
+    let wanted = if trace.per_kernel { Detail::Kernel } else { Detail::Launch };
+    if let Some(found) = mixed.traces
+        && found != wanted
+    {
+        let how = match wanted {
+            Detail::Kernel if keep_labels => "`tally breakdown` reads traces one record per kernel: make the partials with `tally partial --per-kernel`".to_owned(),
+            Detail::Kernel => "--per-kernel reads traces one record per kernel: make the partials with `tally partial --per-kernel`, or leave the flag out".to_owned(),
+            Detail::Launch => "pass --per-kernel to read them as they were made".to_owned(),
+        };
+        return Err(format!(
+            "the partials' traces were imported one record per {found}, which gives other figures; {how}"
+        ));
+    }
+    resolver.finish().map_err(|error| run_message(&mixed.sources.locate(error)))
 }
 
-/// Reads a run's files, partials among them or not, into `sink`, in the
-/// order given (`tally_partial::read_mixed`), with the import options and
-/// limits the flags give. The error is ready to print.
+/// Reads a run's inputs, partials among them, into `sink`, in the order
+/// given (`tally_partial::read_mixed`), with the import options and limits
+/// the flags give. The error is ready to print.
 fn read_run(
-    files: &[PathBuf],
+    inputs: Vec<RunInput>,
     trace: &TraceArgs,
     limits: &LimitArgs,
     partials: &PartialArgs,
     keep_labels: bool,
     sink: &mut dyn PreparedSink,
-) -> Result<Sources, String> {
-    let (read, raw): (Vec<&PathBuf>, Vec<&PathBuf>) = files.iter().partition(|file| is_partial_file(file));
-    let raw: Vec<PathBuf> = raw.into_iter().cloned().collect();
-    // With partials, `read_mixed` opens each input again after the import
-    // options are made, and reads the first bytes of each: a stream would
-    // lose them.
-    if !read.is_empty()
-        && let Some(stream) = raw.iter().find(|file| is_stream(file))
-    {
-        return Err(format!(
-            "{}: not a regular file (standard input, a pipe, a device), which cannot be read together with partials; save it to a file first",
-            stream.display()
-        ));
-    }
-    let opened =
-        tally_ingest::open_inputs(&raw, trace.input_format).map_err(|error| run_message(&error.into()))?;
+) -> Result<Mixed, String> {
     // The import options are made from the traces as opened, as `tally
     // account` makes them.
-    let import = import_options(&opened, trace);
+    let import = import_options(&tally_partial::traces_of(&inputs), trace);
     let options = run_options(trace, limits, import.as_ref(), keep_labels);
     let mut watcher = ProgressWatcher::default();
-    if read.is_empty() {
-        // Each input opened once: pipes and standard input work.
-        return tally_ingest::read_inputs(opened, &options, &mut watcher, sink)
-            .map_err(|error| run_message(&error));
-    }
-    drop(opened);
-    tally_partial::read_mixed(files, trace.input_format, &options, &partials.limits(), &mut watcher, sink)
+    tally_partial::read_mixed(inputs, &options, &partials.limits(), &mut watcher, sink)
         .map_err(|error| partial_message(&error))
-}
-
-/// Whether `path` is read as a stream: standard input, or something there
-/// that is not a regular file (a file that is not there is not: opening it
-/// says so).
-fn is_stream(path: &Path) -> bool {
-    path == Path::new("-") || std::fs::metadata(path).is_ok_and(|metadata| !metadata.is_file())
 }
 
 /// A partial's error as a command prints it: a run's rejection as
 /// `tally account` prints it, a partial over the limit with the flag that
 /// raises it.
-fn partial_message(error: &PartialError) -> String {
+pub(crate) fn partial_message(error: &PartialError) -> String {
     match error {
         PartialError::Run(error) => run_message(error),
         PartialError::Format { input, offset, rule } if rule.contains("over the limit") => {
