@@ -25,6 +25,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("profile", profile),
     ("request", request),
     ("share_model", share_model),
+    ("partial", partial),
 ];
 
 /// The artifact line decoder: the typed fast path and the exact path give
@@ -183,6 +184,72 @@ pub fn share_model(data: &[u8]) {
     let _ = tally_gpu_time::ShareModel::from_json_str(text);
 }
 
+/// A partial's bytes (`tally partial`'s output, read back within small
+/// limits): refused or read, never a panic. What reads back resolves or is
+/// rejected, and merged with itself (every event delivered twice) is
+/// accounted the same, or rejected by the same rule.
+pub fn partial(data: &[u8]) {
+    let limits = tally_partial::ReadLimits { max_frame_bytes: 1 << 20 };
+    let Ok(partial) = tally_partial::Partial::from_bytes_limited(data, "fuzz", &limits) else { return };
+    let twice =
+        tally_partial::merge([partial.clone(), partial.clone()]).expect("a partial merges with itself");
+    assert_eq!(twice.events(), 2 * partial.events(), "merging keeps every delivery");
+    assert_eq!(twice.sources().len(), 2 * partial.sources().len(), "merging keeps every source");
+    for labels in [false, true] {
+        let once = partial_verdict(&partial, labels);
+        assert_eq!(partial_verdict(&twice, labels), once, "a partial merged with itself is itself");
+    }
+}
+
+/// A partial's `tally account --format json`, or its rejection (the
+/// rule, the source and line).
+fn partial_verdict(partial: &tally_partial::Partial, labels: bool) -> Result<String, String> {
+    match partial.resolve(labels) {
+        Ok(run) => {
+            let accounting = tally_gpu_time::account_gpu_time(&run);
+            let report = tally_gpu_time::AccountingReport::of(&run, &accounting, true);
+            Ok(serde_json::to_string(&report).unwrap_or_else(|error| format!("unserializable: {error}")))
+        }
+        Err(tally_partial::PartialError::Run(error)) => Err(error.to_string()),
+        Err(other) => panic!("a partial that was read is refused when resolved: {other}"),
+    }
+}
+
+/// Seeds of the `partial` target: partials of the example serving run and
+/// of a small Kineto trace, and damaged copies of the first (cut short,
+/// cut to its header, a byte of its body flipped, another version).
+fn partial_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let sources = [
+        ("serving-run", root.join("examples/serving-run.jsonl")),
+        (
+            "kineto-minimal",
+            root.join("crates/tally-trace/tests/fixtures/kineto/inference-rank-1-minimal.json.gz"),
+        ),
+    ];
+    let mut seeds = Vec::new();
+    for (name, path) in sources {
+        let made = tally_partial::Partial::of_paths(&[path]).ok().and_then(|partial| partial.to_bytes().ok());
+        if let Some(bytes) = made {
+            seeds.push((format!("{name}.part"), bytes));
+        }
+    }
+    let Some((_, whole)) = seeds.first().cloned() else { return seeds };
+    seeds.push(("serving-run-cut.part".into(), whole[..whole.len() / 2].to_vec()));
+    seeds.push(("serving-run-header.part".into(), whole[..whole.len().min(32)].to_vec()));
+    let mut flipped = whole.clone();
+    let middle = flipped.len() / 2 + 16;
+    if let Some(byte) = flipped.get_mut(middle) {
+        *byte ^= 0x55;
+    }
+    seeds.push(("serving-run-flipped.part".into(), flipped));
+    let mut version = whole;
+    if let Some(byte) = version.get_mut(10) {
+        *byte = 2;
+    }
+    seeds.push(("serving-run-version-2.part".into(), version));
+    seeds
+}
+
 /// The seed inputs of `target`, from the repository's fixtures under
 /// `root`: what `cargo xtask fuzz` starts each corpus from and what the
 /// replay test runs every check on.
@@ -237,6 +304,8 @@ pub fn seeds(target: &str, root: &Path) -> Vec<(String, Vec<u8>)> {
         }
         "request" => json_field("tests/fixtures/distributed", &|value| value.get("request").cloned()),
         "share_model" => files("tests/conformance/shares", &|name| name.ends_with(".model.json")),
+        // Made from fixtures by this build, so they are in its format.
+        "partial" => partial_seeds(root),
         _ => Vec::new(),
     }
 }

@@ -39,3 +39,24 @@ fn every_seed_passes_every_check_of_its_target() {
         }
     }
 }
+
+/// The `partial` seeds are made by this build from fixtures: the whole ones
+/// read back, the damaged ones are refused, so the fuzzer starts from both
+/// sides of the reader's checks.
+#[test]
+fn the_partial_seeds_are_read_or_refused_as_made() {
+    let seeds = seeds("partial", &root());
+    let whole = ["serving-run.part", "kineto-minimal.part"];
+    for name in whole {
+        assert!(seeds.iter().any(|(seed, _)| seed == name), "no seed {name}");
+    }
+    for (name, bytes) in &seeds {
+        let read = tally_partial::Partial::from_bytes(bytes, name);
+        if whole.contains(&name.as_str()) {
+            let partial = read.expect("a whole seed reads back");
+            assert!(partial.events() > 0, "{name} holds events");
+        } else {
+            assert!(read.is_err(), "the damaged seed {name} is refused");
+        }
+    }
+}
