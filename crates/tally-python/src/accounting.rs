@@ -776,31 +776,25 @@ pub fn alignment_offset_bounds(alignment: &Bound<'_, PyAny>) -> PyResult<(i128, 
 
 /// Reads the artifacts (or traces) of one run and accounts its GPU time as
 /// `tally account` does: streamed, no event kept, the GIL released.
-/// Returns `(graph, accounting)`; the graph has no event tables.
+/// `run_id` is the traces' run (`tally account --run-id`; by default
+/// derived from their paths). Returns `(graph, accounting)`; the graph has
+/// no event tables.
 #[pyfunction]
+#[pyo3(signature = (paths, *, run_id=None))]
 pub fn account_paths(
     py: Python<'_>,
     paths: &Bound<'_, PyAny>,
+    run_id: Option<String>,
 ) -> PyResult<(CorrelationGraph, RunAccounting)> {
-    let paths = crate::paths::one_or_many(paths)?;
-    // A path that cannot be opened is Python's OSError of its errno
-    // (FileNotFoundError, PermissionError), as `open` raises it.
-    for path in &paths {
-        crate::paths::open(path)?;
-    }
-    let run = py
-        .detach(|| {
-            let inputs = tally_ingest::open_inputs(&paths, None)?;
-            let options = tally_ingest::RunOptions {
-                max_record_bytes: crate::paths::MAX_RECORD_BYTES,
-                import: None,
-                keep_labels: false,
-                threads: 0,
-                inline_small_inputs: true,
-            };
-            tally_ingest::resolve_inputs(inputs, &options, &mut tally_ingest::Unwatched)
-        })
-        .map_err(crate::codec::run_error)?;
+    let paths = crate::partials::openable(paths)?;
+    let reading = crate::partials::Reading { run_id, per_kernel: false };
+    let run = py.detach(|| reading.resolve(&paths, false)).map_err(crate::codec::run_error)?;
+    accounted(py, run)
+}
+
+/// `(graph, accounting)` of a resolved run, as `account_paths` returns it
+/// (and `tally.partials.account`, from the run its partials resolve to).
+pub(crate) fn accounted(py: Python<'_>, run: StreamedRun) -> PyResult<(CorrelationGraph, RunAccounting)> {
     let data = Arc::new(GraphData::Streamed(Box::new(run)));
     let owned = Arc::new(py.detach(|| account(Arc::clone(&data))));
     let accounting = RunAccounting::from_owned(py, owned)?;

@@ -19,6 +19,7 @@ mod embedding;
 mod event_fields;
 mod gc;
 mod model;
+mod partials;
 mod paths;
 mod profiler;
 mod profiling;
@@ -83,6 +84,8 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(covering_alignments, module)?)?;
     module.add_function(wrap_pyfunction!(alignment_offset_bounds, module)?)?;
     module.add_function(wrap_pyfunction!(account_paths, module)?)?;
+    module.add_function(wrap_pyfunction!(partials::breakdown_paths, module)?)?;
+    partials::register(module)?;
 
     module.add_function(wrap_pyfunction!(trace::import_trace, module)?)?;
 

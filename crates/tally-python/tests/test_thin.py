@@ -9,7 +9,12 @@ import pytest
 
 import tally
 
-SOURCES = sorted(pathlib.Path(tally.__file__).parent.glob("*.py"))
+PACKAGE = pathlib.Path(tally.__file__).parent
+# tally.dask orchestrates a Dask cluster (tasks, a tree of merges): it has
+# functions, but calls no rule of its own, only tally.partials' (checked
+# below).
+ORCHESTRATION = PACKAGE / "dask.py"
+SOURCES = sorted(path for path in PACKAGE.glob("*.py") if path != ORCHESTRATION)
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=lambda path: path.name)
@@ -31,3 +36,16 @@ def test_python_sources_only_re_export(source):
 
 def test_there_are_sources_to_check():
     assert {path.name for path in SOURCES} >= {"__init__.py", "accounting.py", "trace.py"}
+
+
+def test_orchestration_reaches_tally_only_through_partials():
+    tree = ast.parse(ORCHESTRATION.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("tally")):
+            names = {alias.name for alias in node.names}
+            # tally.partials, and the result classes for annotations.
+            assert names <= {"partials", "CorrelationGraph", "RunAccounting"}, (
+                f"dask.py:{node.lineno}: imports {sorted(names)}"
+            )
+        if isinstance(node, ast.Import):
+            assert not any(alias.name.startswith("tally") for alias in node.names), f"dask.py:{node.lineno}"

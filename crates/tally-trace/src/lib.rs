@@ -367,13 +367,26 @@ impl ImportOptions {
 /// files twice gives the same run. Reads nothing: each input was opened,
 /// and its format decided, once.
 pub fn default_run_id(traces: &[&OpenedInput]) -> String {
+    let ids: Vec<String> = traces.iter().map(|input| attachment_id(input)).collect();
+    run_id_of_attachments(ids.iter().map(String::as_str))
+}
+
+/// An opened input's [`trace_attachment_id`], its prefix named by its format.
+pub fn attachment_id(input: &OpenedInput) -> String {
+    let prefix = match input.format() {
+        InputFormat::Trace(format) => format.prefix(),
+        InputFormat::Artifact => "artifact",
+    };
+    trace_attachment_id(input.path(), prefix)
+}
+
+/// [`default_run_id`] of traces' attachment IDs, in order: so machines that
+/// each hold some of a run's traces can compute each one's ID where it is,
+/// and agree on the run ID one process reading them all would derive.
+pub fn run_id_of_attachments<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
     let mut hasher = Sha256::new();
-    for input in traces {
-        let prefix = match input.format() {
-            InputFormat::Trace(format) => format.prefix(),
-            InputFormat::Artifact => "artifact",
-        };
-        hasher.update(trace_attachment_id(input.path(), prefix).as_bytes());
+    for id in ids {
+        hasher.update(id.as_bytes());
         hasher.update([0x1f]);
     }
     format!("trace-import-{}", &hex(&hasher.finalize())[..12])

@@ -5,10 +5,12 @@
 ``correlation_accounting``: the same names, signatures, fields and
 exceptions, computed by tally's Rust crates. ``tally.trace`` imports
 profiler traces (PyTorch profiler JSON, Nsight Systems SQLite) into the same
-records.
+records. ``tally.partials`` makes exact partial results of some of a run's
+files, to merge and account anywhere, and ``tally.dask`` maps and reduces
+them on a Dask cluster.
 """
 
-from . import accounting, profiling, trace
+from . import accounting, dask, partials, profiling, trace
 from ._native import __version__
 
-__all__ = ["__version__", "accounting", "profiling", "trace"]
+__all__ = ["__version__", "accounting", "dask", "partials", "profiling", "trace"]

@@ -383,8 +383,44 @@ def covering_alignments(
 def alignment_offset_bounds(alignment: ClockAlignmentEvent) -> tuple[int, int]:
     """The interval the true offset lies in."""
 
-def account_paths(paths: _Path | Iterable[_Path]) -> tuple[CorrelationGraph, RunAccounting]:
+def account_paths(
+    paths: _Path | Iterable[_Path], *, run_id: str | None = None
+) -> tuple[CorrelationGraph, RunAccounting]:
     """Stream one run's artifacts (or traces) and account them as ``tally account`` does."""
+
+def breakdown_paths(
+    paths: _Path | Iterable[_Path],
+    *,
+    category_patterns: Sequence[str] = (),
+    by_iteration: bool = False,
+    run_id: str | None = None,
+) -> dict[str, Any]:
+    """The overlap breakdown of one run, the object ``tally breakdown --format json`` prints."""
+
+# tally.partials: exact partial results as bytes, merged and accounted as one run.
+
+def make(paths: _Path | Iterable[_Path], *, run_id: str | None = None, per_kernel: bool = False) -> bytes:
+    """A partial of some of a run's files."""
+
+def merge(parts: Iterable[bytes]) -> bytes:
+    """Partials merged into the partial of all their files."""
+
+def account(parts: Iterable[bytes]) -> tuple[CorrelationGraph, RunAccounting]:
+    """Partials merged and accounted: ``account_paths`` of all their files."""
+
+def breakdown(
+    parts: Iterable[bytes], *, category_patterns: Sequence[str] = (), by_iteration: bool = False
+) -> dict[str, Any]:
+    """Partials merged and broken down: ``breakdown_paths`` of all their files."""
+
+def trace_attachment_ids(paths: _Path | Iterable[_Path]) -> list[str]:
+    """The attachment ID of each trace among the paths, in order."""
+
+def run_id_of_attachments(ids: Sequence[str]) -> str | None:
+    """The default run ID of traces with these attachment IDs; None for none."""
+
+def default_run_id(paths: _Path | Iterable[_Path]) -> str | None:
+    """The run ID one process derives for the traces among the paths; None for none."""
 
 def import_trace(path: _Path | Iterable[_Path], *, run_id: str | None = None) -> list[InferenceRecord]:
     """The records ``tally import`` writes for one run's traces."""

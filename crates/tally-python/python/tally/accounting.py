@@ -7,6 +7,7 @@ Everything here is defined by the native module ``tally._native``; this
 module only names what it exports.
 
 Beyond stormlog: ``account_paths`` streams files as ``tally account`` does,
+``breakdown_paths`` breaks them down as ``tally breakdown --format json`` does,
 ``write_inference_artifact`` writes an artifact, ``load_inference_artifact``
 reads gzip, and ``resolve_inference_events`` also takes record dicts and
 stormlog's own event objects.
@@ -46,6 +47,7 @@ from ._native import (
     activity_busy_intervals,
     align_timestamp,
     alignment_offset_bounds,
+    breakdown_paths,
     covering_alignments,
     expand_inference_records,
     is_correlation_event_type,
@@ -97,6 +99,7 @@ __all__ = [
     "activity_busy_intervals",
     "align_timestamp",
     "alignment_offset_bounds",
+    "breakdown_paths",
     "covering_alignments",
     "expand_inference_records",
     "is_correlation_event_type",
