@@ -433,9 +433,7 @@ impl PreparedBatch {
         let context = self.context(event.context);
         let prepared = &self.contexts[context as usize];
         let fingerprint = content_fingerprint(event, prepared.fingerprint);
-        let mut key = prepared.namespace;
-        key.text(event.event_id);
-        let key = key.finish128();
+        let key = prepared.event_key(event.event_id);
         let event_id = self.str(event.event_id);
         let body = self.body(event);
         self.events.push(PreparedEvent { record, context, key, fingerprint, event_id, body });
@@ -512,8 +510,6 @@ impl PreparedBatch {
                 }
             }
             BodyView::ActivityRef(activity) => {
-                let mut key = ContentHasher::default();
-                reference(&mut key, activity.activity_ref);
                 let intervals = event.busy_intervals();
                 let listed = listed_by_reference(&activity, event.context, intervals.is_some());
                 let busy = match intervals {
@@ -527,7 +523,7 @@ impl PreparedBatch {
                 };
                 let labels = self.labels;
                 PreparedBody::Activity(PreparedActivity {
-                    key: key.finish128(),
+                    key: reference_key(activity.activity_ref),
                     reference: listed.then(|| self.reference(activity.activity_ref)),
                     kind: self.str(activity.activity_kind),
                     domain: activity.activity_domain,
@@ -568,6 +564,23 @@ impl PreparedBatch {
         // Both parts were copied from a RefView, whose parts are non-empty.
         RefView::new(self.get(value.producer), self.get(value.id)).expect("prepared from a RefView")
     }
+}
+
+impl PreparedContext {
+    /// The key of this context's event `event_id`: the hash of (session,
+    /// producer, event ID).
+    pub(crate) fn event_key(&self, event_id: &str) -> u128 {
+        let mut key = self.namespace;
+        key.text(event_id);
+        key.finish128()
+    }
+}
+
+/// The key of an activity reference: its 128-bit hash.
+pub(crate) fn reference_key(value: RefView<'_>) -> u128 {
+    let mut key = ContentHasher::default();
+    reference(&mut key, value);
+    key.finish128()
 }
 
 /// A context's description: its fingerprint, and the hasher after its
