@@ -261,7 +261,10 @@ impl PreparedBatch {
                     added
                 }
             };
-            let event_id = self.str(other.get(event.event_id));
+            // Not interned: an event ID is all but always new (a
+            // redelivery's is the one exception), so looking it up would
+            // only cost.
+            let event_id = self.push_text(other.get(event.event_id));
             let body = self.copy_body(other, &event.body);
             self.events.push(PreparedEvent {
                 record: record(event.record),
@@ -281,6 +284,13 @@ impl PreparedBatch {
         if let Some(at) = self.contexts.iter().position(|known| *known.context == *context) {
             return at as u32;
         }
+        self.contexts.push(describe(context));
+        (self.contexts.len() - 1) as u32
+    }
+
+    /// Adds a context known to be new to the batch (a batch read back
+    /// finds equal ones by hash, not one by one).
+    pub(crate) fn push_context(&mut self, context: Arc<CorrelationContext>) -> u32 {
         self.contexts.push(describe(context));
         (self.contexts.len() - 1) as u32
     }
@@ -459,11 +469,16 @@ impl PreparedBatch {
         (self.contexts.len() - 1) as u32
     }
 
+    /// Copies `text` into the batch's text, without interning it.
+    pub(crate) fn push_text(&mut self, text: &str) -> Str {
+        let start = self.text.len();
+        self.text.push_str(text);
+        Str { start, len: text.len() }
+    }
+
     fn str(&mut self, text: &str) -> Str {
         let Some(interned) = &mut self.interned else {
-            let start = self.text.len();
-            self.text.push_str(text);
-            return Str { start, len: text.len() };
+            return self.push_text(text);
         };
         let stored = &self.text;
         let hash = text_hash(text);

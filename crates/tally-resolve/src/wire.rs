@@ -20,13 +20,15 @@
 //! fingerprint stays, one per event: it stands for content (metadata
 //! included) that a partial does not keep.
 //!
-//! Contexts travel as their JSON text (few per batch; their own serde form
-//! is a JSON object, which binary formats without `deserialize_any` cannot
-//! read) and are validated as an artifact's are.
+//! Contexts travel as the members of their JSON object, names and texts in
+//! the string table (their own serde form is a JSON object, which binary
+//! formats without `deserialize_any` cannot read), and are validated as an
+//! artifact's are.
 
 use std::sync::Arc;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 use tally_core::view::RefView;
 use tally_core::{ActivityDomain, CorrelationContext, Interval, Span};
 use tally_utils::decimal::Decimal;
@@ -71,6 +73,11 @@ const MAX_STEM: usize = 256;
 const MAX_DIGITS: usize = 18;
 const NUMBER_LIMIT: u64 = 1_000_000_000_000_000_000;
 
+/// The most events a batch read back may hold: a partial's chunks hold far
+/// fewer (16 Ki), and an event takes some hundreds of bytes once read,
+/// twenty times what the smallest takes on the wire.
+const MAX_EVENTS: usize = 1 << 20;
+
 /// Events and the columns each kind adds.
 #[derive(Serialize, Deserialize)]
 struct WireBatch {
@@ -80,12 +87,22 @@ struct WireBatch {
     strings: Vec<String>,
     /// Distinct references: producer and ID, each an index into `strings`.
     refs: Vec<(u64, u64)>,
-    contexts: Vec<String>,
+    /// Each context's members: name (an index into `strings`) and value.
+    contexts: Vec<Vec<(u64, WireValue)>>,
     /// Listed busy intervals: each start as its difference from the one
     /// before (zigzag), and each length.
     interval_starts: Vec<u64>,
     interval_lengths: Vec<u64>,
     events: WireEvents,
+}
+
+/// A context member's value.
+#[derive(Serialize, Deserialize)]
+enum WireValue {
+    Null,
+    /// An index into `strings`.
+    Text(u64),
+    Count(u64),
 }
 
 /// One value per event each, but `others` (one per request, iteration,
@@ -220,6 +237,13 @@ struct Writer<'a> {
     batch: &'a PreparedBatch,
     strings: Vec<String>,
     string_index: FastHashMap<&'a str, u64>,
+    /// The index of a string of the batch by its place: an interning
+    /// batch's equal strings are one place, found without hashing or
+    /// comparing their text (kernel names are long).
+    place_index: FastHashMap<(usize, usize), u64>,
+    /// The last event ID's stem and its index: most events share the one
+    /// before's.
+    last_stem: Option<(&'a str, u64)>,
     refs: Vec<(u64, u64)>,
     ref_index: FastHashMap<(u64, u64), u64>,
 }
@@ -234,8 +258,24 @@ impl<'a> Writer<'a> {
     }
 
     fn str(&mut self, value: Str) -> u64 {
+        if let Some(&index) = self.place_index.get(&(value.start, value.len)) {
+            return index;
+        }
         let batch = self.batch;
-        self.string(batch.get(value))
+        let index = self.string(batch.get(value));
+        self.place_index.insert((value.start, value.len), index);
+        index
+    }
+
+    fn stem(&mut self, stem: &'a str) -> u64 {
+        match self.last_stem {
+            Some((last, index)) if last == stem => index,
+            _ => {
+                let index = self.string(stem);
+                self.last_stem = Some((stem, index));
+                index
+            }
+        }
     }
 
     fn reference(&mut self, value: RefStr) -> u64 {
@@ -299,14 +339,37 @@ struct Lasts {
     span_end: u64,
 }
 
+/// A context's members, as [`CorrelationContext::to_json`] spells them.
+fn write_context<'a>(writer: &mut Writer<'a>, json: &'a Value) -> Result<Vec<(u64, WireValue)>, String> {
+    let Value::Object(members) = json else {
+        return Err("a context is not a JSON object".into());
+    };
+    let mut written = Vec::with_capacity(members.len());
+    for (name, value) in members {
+        let value = match value {
+            Value::Null => WireValue::Null,
+            Value::String(text) => WireValue::Text(writer.string(text)),
+            Value::Number(number) if number.is_u64() => WireValue::Count(number.as_u64().unwrap_or_default()),
+            _ => return Err(format!("context member {name} is neither text, a count nor null")),
+        };
+        written.push((writer.string(name), value));
+    }
+    Ok(written)
+}
+
 fn write_batch(batch: &PreparedBatch) -> Result<WireBatch, String> {
+    let contexts: Vec<Value> = batch.contexts.iter().map(|prepared| prepared.context.to_json()).collect();
     let mut writer = Writer {
         batch,
         strings: Vec::new(),
         string_index: FastHashMap::default(),
+        place_index: FastHashMap::default(),
+        last_stem: None,
         refs: Vec::new(),
         ref_index: FastHashMap::default(),
     };
+    let contexts =
+        contexts.iter().map(|json| write_context(&mut writer, json)).collect::<Result<Vec<_>, String>>()?;
     let count = batch.events.len();
     let mut events = WireEvents {
         tags: Vec::with_capacity(count),
@@ -345,7 +408,7 @@ fn write_batch(batch: &PreparedBatch) -> Result<WireBatch, String> {
         events.contexts.push(event.context);
         events.fingerprints.extend_from_slice(&event.fingerprint.to_le_bytes());
         let (stem, trailing) = split_number(id);
-        events.id_stems.push(writer.string(stem));
+        events.id_stems.push(writer.stem(stem));
         events.id_numbers.push(trailing.map_or(0, |trailing| {
             // Both below 10^18: neither the difference nor its zigzag
             // overflows.
@@ -372,7 +435,7 @@ fn write_batch(batch: &PreparedBatch) -> Result<WireBatch, String> {
         labels: batch.labels,
         strings: writer.strings,
         refs: writer.refs,
-        contexts: batch.contexts.iter().map(|prepared| prepared.context.to_json().to_string()).collect(),
+        contexts,
         interval_starts: {
             let mut last = 0;
             batch.intervals.iter().map(|interval| delta(&mut last, interval.start_ns())).collect()
@@ -606,13 +669,6 @@ impl Reader {
     }
 }
 
-/// Appends `text` to the batch's text.
-fn push_text(batch: &mut PreparedBatch, text: &str) -> Str {
-    let start = batch.text.len();
-    batch.text.push_str(text);
-    Str { start, len: text.len() }
-}
-
 impl TryFrom<WireBatch> for PreparedBatch {
     type Error = String;
 
@@ -620,13 +676,39 @@ impl TryFrom<WireBatch> for PreparedBatch {
         let mut batch = PreparedBatch::with_capacity(0);
         batch.labels = wire.labels;
         // Equal contexts are one context of the batch.
-        let mut contexts = Vec::with_capacity(wire.contexts.len().min(1024));
-        for (number, text) in wire.contexts.iter().enumerate() {
-            let json: serde_json::Value =
-                serde_json::from_str(text).map_err(|error| format!("context {number}: {error}"))?;
-            let context =
-                CorrelationContext::from_json(json).map_err(|error| format!("context {number}: {error}"))?;
-            contexts.push(batch.add_context(Arc::new(context)));
+        let mut contexts = Vec::with_capacity(wire.contexts.len());
+        let mut known: FastHashMap<Arc<CorrelationContext>, u32> = FastHashMap::default();
+        for (number, members) in wire.contexts.into_iter().enumerate() {
+            let fail = |rule: &str| format!("context {number}: {rule}");
+            let text = |index: u64| {
+                usize::try_from(index).ok().and_then(|index| wire.strings.get(index)).ok_or_else(|| {
+                    fail(&format!("string {index} is not in the batch's {}", wire.strings.len()))
+                })
+            };
+            let mut json = serde_json::Map::with_capacity(members.len());
+            for (name, value) in members {
+                let value = match value {
+                    WireValue::Null => Value::Null,
+                    WireValue::Text(index) => Value::from(text(index)?.as_str()),
+                    WireValue::Count(count) => Value::from(count),
+                };
+                let name = text(name)?;
+                if json.insert(name.clone(), value).is_some() {
+                    return Err(fail(&format!("{name} is given twice")));
+                }
+            }
+            let context = CorrelationContext::from_json(Value::Object(json))
+                .map_err(|error| fail(&error.to_string()))?;
+            let context = Arc::new(context);
+            let index = match known.get(&context) {
+                Some(&index) => index,
+                None => {
+                    let index = batch.push_context(Arc::clone(&context));
+                    known.insert(context, index);
+                    index
+                }
+            };
+            contexts.push(index);
         }
         if wire.interval_starts.len() != wire.interval_lengths.len() {
             return Err("the interval columns differ in length".into());
@@ -642,7 +724,7 @@ impl TryFrom<WireBatch> for PreparedBatch {
             batch.intervals.push(interval);
         }
         batch.text.reserve(wire.strings.iter().map(String::len).sum());
-        let strings: Vec<Str> = wire.strings.iter().map(|text| push_text(&mut batch, text)).collect();
+        let strings: Vec<Str> = wire.strings.iter().map(|text| batch.push_text(text)).collect();
         let mut refs = Vec::with_capacity(wire.refs.len());
         for (number, &(producer, id)) in wire.refs.iter().enumerate() {
             let part = |index: u64| {
@@ -659,6 +741,9 @@ impl TryFrom<WireBatch> for PreparedBatch {
         let reader = Reader { strings, refs, intervals: batch.intervals.len() };
         let events = wire.events;
         let count = events.tags.len();
+        if count > MAX_EVENTS {
+            return Err(format!("{count} events, over the {MAX_EVENTS} a batch may hold"));
+        }
         let lengths =
             [events.records.len(), events.contexts.len(), events.id_stems.len(), events.id_numbers.len()];
         if lengths.iter().any(|&length| length != count) || events.fingerprints.len() != count * 8 {
@@ -720,7 +805,7 @@ impl TryFrom<WireBatch> for PreparedBatch {
                         Some(producer) => producer,
                         None => {
                             let text = Arc::clone(&batch.contexts[context as usize].context);
-                            let producer = push_text(&mut batch, &text.producer_id);
+                            let producer = batch.push_text(&text.producer_id);
                             producers[context as usize] = Some(producer);
                             producer
                         }
@@ -1004,6 +1089,14 @@ mod tests {
         assert!(refused(&column("span_lengths"), &set(0, Value::from(u64::MAX))).contains("largest time"));
         assert!(refused(&["refs"], &set(0, serde_json::json!([0, 9999]))).contains("reference 0"));
         assert!(refused(&["interval_starts"], &push).contains("interval columns differ"));
+        let member = |change: &dyn Fn(&mut Value)| {
+            refused(&["contexts"], &|contexts: &mut Value| change(&mut contexts[0][0]))
+        };
+        assert!(member(&|member| member[0] = Value::from(9999)).contains("context 0: string 9999"));
+        let twice = member(&|member| *member = value["contexts"][0][1].clone());
+        assert!(twice.contains("is given twice"), "{twice}");
+        let wrong = member(&|member| member[1] = serde_json::json!({"Count": 1}));
+        assert!(wrong.starts_with("context 0:"), "{wrong}");
         assert!(refused(&["events", "others"], &pop).contains("other events column ends"));
         // An empty stem string under a numbered ID is fine; an empty ID
         // cannot make an activity's key.
