@@ -5,16 +5,19 @@
 //! panicking in the resolver.
 //!
 //! The layout is columnar, for size: a partial of a trace is mostly
-//! activities, and a column of one field of each (positions, span starts,
-//! correlation IDs as differences from the one before; kinds, names and
-//! iterations as indexes into one table of distinct strings) is runs of
-//! small, alike numbers that a varint format and a general compressor
-//! shrink to a byte or two an event. What can be computed again is not
-//! stored: an event's key is the hash of its context's session and
-//! producer and its ID, and an activity's key the hash of its reference,
-//! which for a trace's activities is the context's producer and the event
-//! ID. Both are recomputed on reading, so a partial cannot state a key its
-//! content does not give. An event ID that ends in a number (a trace's
+//! activities, and a column of one field of each (positions and
+//! correlation IDs as differences from the one before, span starts from
+//! the last span's end; kinds, names and iterations as indexes into one
+//! table of distinct strings) is runs of small, alike numbers that a varint
+//! format and a general compressor shrink to a byte or two an event. What
+//! can be computed again is not stored: an event's key is the hash of its
+//! context's session and producer and its ID, and an activity's key the
+//! hash of its reference, which for a trace's activities is the context's
+//! producer and the event ID. Both are recomputed on reading, so a partial
+//! cannot state a key its content does not give; writing refuses a batch
+//! whose keys would come out otherwise. An activity's key is stored only
+//! where the batch holds nothing to compute it from (a linked activity,
+//! whose reference is not kept, named other than its event). An event ID that ends in a number (a trace's
 //! `<attachment>/<n>`) is stored as its stem (in the string table) and the
 //! number's difference from the last such number. The 64-bit content
 //! fingerprint stays, one per event: it stands for content (metadata
