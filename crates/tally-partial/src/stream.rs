@@ -51,15 +51,17 @@ const CHUNK_BYTES: usize = 32 << 20;
 /// How much reading a partial may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadLimits {
-    /// The longest frame accepted, in bytes before compression (a chunk of
-    /// events as this build writes it is some megabytes); its events take
-    /// about as much again once decoded.
+    /// The longest frame accepted, in bytes before compression: a chunk of
+    /// 16 Ki events as this build writes it is 150-350 KB. The events a
+    /// frame decodes into are bounded by the batch's own cap (128 Ki
+    /// events, about 40 MB), whatever its bytes.
     pub max_frame_bytes: u64,
 }
 
 impl ReadLimits {
-    /// The default longest frame: 256 MiB.
-    pub const DEFAULT_MAX_FRAME_BYTES: u64 = 256 << 20;
+    /// The default longest frame: 16 MiB, fifty times the largest chunk
+    /// this build writes.
+    pub const DEFAULT_MAX_FRAME_BYTES: u64 = 16 << 20;
 }
 
 impl Default for ReadLimits {

@@ -76,10 +76,11 @@ const MAX_STEM: usize = 256;
 const MAX_DIGITS: usize = 18;
 const NUMBER_LIMIT: u64 = 1_000_000_000_000_000_000;
 
-/// The most events a batch read back may hold: a partial's chunks hold far
-/// fewer (16 Ki), and an event takes some hundreds of bytes once read,
-/// twenty times what the smallest takes on the wire.
-const MAX_EVENTS: usize = 1 << 20;
+/// The most events a batch read back may hold: a partial's chunks hold 16
+/// Ki, and an event takes about 300 bytes once read, a hundred times what
+/// the smallest takes on the wire, so the cap (not the frame's bytes) is
+/// what bounds a hostile batch's memory: about 40 MB.
+const MAX_EVENTS: usize = 1 << 17;
 
 /// Events and the columns each kind adds.
 #[derive(Serialize, Deserialize)]

@@ -62,9 +62,9 @@ pub struct Args {
 pub struct PartialArgs {
     /// The longest frame (chunk of events) of a partial read, in bytes
     /// before compression (suffixes K, M, G): a partial declaring a longer
-    /// one is refused before it is read. A frame's events take about as
-    /// much again in memory.
-    #[arg(long, value_name = "BYTES", default_value = "256M", value_parser = super::output::parse_size)]
+    /// one is refused before it is read. `tally partial` writes frames of
+    /// at most a few hundred kilobytes.
+    #[arg(long, value_name = "BYTES", default_value = "16M", value_parser = super::output::parse_size)]
     pub max_partial_bytes: usize,
 }
 
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn the_default_partial_limit_is_the_readers() {
         assert_eq!(
-            super::super::output::parse_size("256M").map(|bytes| bytes as u64),
+            super::super::output::parse_size("16M").map(|bytes| bytes as u64),
             Ok(ReadLimits::DEFAULT_MAX_FRAME_BYTES)
         );
         assert_eq!(PartialArgs::default().limits(), ReadLimits::default());
