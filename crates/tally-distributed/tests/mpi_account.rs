@@ -124,29 +124,9 @@ fn single_process(files: &[PathBuf], run_id: Option<&str>, breakdown_report: boo
     text.into_bytes()
 }
 
-/// The example serving run's lines dealt round-robin into three files, a
-/// v4 context definition copied into each (any file may refer to it).
+/// The example serving run split into three artifacts of one run.
 fn split_example(directory: &Path) -> Vec<PathBuf> {
-    let text = std::fs::read_to_string(root().join("examples/serving-run.jsonl")).expect("the example");
-    let mut shares = [String::new(), String::new(), String::new()];
-    for (number, line) in text.lines().enumerate() {
-        let every = line.contains("\"event_type\": \"infer.context\"");
-        for (share_number, share) in shares.iter_mut().enumerate() {
-            if every || number % 3 == share_number {
-                share.push_str(line);
-                share.push('\n');
-            }
-        }
-    }
-    shares
-        .iter()
-        .enumerate()
-        .map(|(number, share)| {
-            let path = directory.join(format!("part{number}.jsonl"));
-            std::fs::write(&path, share).expect("written");
-            path
-        })
-        .collect()
+    tally_testkit::records::split_artifact(&root().join("examples/serving-run.jsonl"), directory, 3)
 }
 
 fn kineto_traces() -> Vec<PathBuf> {

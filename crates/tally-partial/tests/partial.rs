@@ -57,28 +57,12 @@ fn partial(paths: &[PathBuf], run_id: &str) -> Partial {
 /// as the three files read by one process.
 #[test]
 fn split_artifact_merges_to_the_single_process_answer() {
-    let text = std::fs::read_to_string(root().join("examples/serving-run.jsonl")).expect("the example");
     let directory = tempfile::tempdir().expect("a temporary directory");
-    let mut shares = [String::new(), String::new(), String::new()];
-    for (number, line) in text.lines().enumerate() {
-        // A v4 context definition goes to every file that may refer to it.
-        let every = line.contains("\"event_type\": \"infer.context\"");
-        for (share_number, share) in shares.iter_mut().enumerate() {
-            if every || number % 3 == share_number {
-                share.push_str(line);
-                share.push('\n');
-            }
-        }
-    }
-    let paths: Vec<PathBuf> = shares
-        .iter()
-        .enumerate()
-        .map(|(number, share)| {
-            let path = directory.path().join(format!("part{number}.jsonl"));
-            std::fs::write(&path, share).expect("written");
-            path
-        })
-        .collect();
+    let paths = tally_testkit::records::split_artifact(
+        &root().join("examples/serving-run.jsonl"),
+        directory.path(),
+        3,
+    );
     let expected = report(&single(&paths, "unused", false));
     let parts: Vec<Partial> = paths
         .iter()

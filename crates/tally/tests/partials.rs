@@ -67,36 +67,9 @@ fn same_output(commands: &[&[&str]], extra: &[&str], raw: &[&Path], files: &[&Pa
     }
 }
 
-/// `examples/serving-run.jsonl` split into `count` v4 artifacts: every
-/// `infer.context` line (which later lines name) in every file, the other
-/// lines dealt round robin.
+/// `examples/serving-run.jsonl` split into `count` v4 artifacts of one run.
 fn split_example(directory: &Path, count: usize) -> Vec<PathBuf> {
-    let text = std::fs::read_to_string(root().join("examples/serving-run.jsonl")).unwrap();
-    let mut parts = vec![String::new(); count];
-    let mut next = 0;
-    for line in text.lines() {
-        let record: Value = serde_json::from_str(line).unwrap();
-        if record["event_type"] == "infer.context" {
-            for part in &mut parts {
-                part.push_str(line);
-                part.push('\n');
-            }
-        } else {
-            parts[next % count].push_str(line);
-            parts[next % count].push('\n');
-            next += 1;
-        }
-    }
-    assert!(next > 100, "the example has records to deal");
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(index, part)| {
-            let path = directory.join(format!("rank{index}.jsonl"));
-            std::fs::write(&path, part).unwrap();
-            path
-        })
-        .collect()
+    tally_testkit::records::split_artifact(&root().join("examples/serving-run.jsonl"), directory, count)
 }
 
 #[test]
