@@ -38,6 +38,8 @@ fn main() -> anyhow::Result<()> {
         // The trace bench's generator of its real-trace file, run as a child
         // so that its memory does not count in the measured runs' peak RSS.
         "bench-generate-real-trace" => bench::generate_real_trace(&rest),
+        // The distributed bench's artifact set, likewise.
+        "bench-generate-artifact-set" => bench::generate_artifact_set(&rest),
         "gpu-check" => gpu_check::run(&rest),
         "fuzz" => fuzz::run(&rest),
         "dist" => dist::run(&rest),

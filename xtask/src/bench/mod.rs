@@ -18,6 +18,7 @@ use serde_json::Value;
 use crate::workspace_root;
 
 mod account;
+mod aggregate;
 mod artifact;
 mod breakdown;
 mod conform;
@@ -31,6 +32,7 @@ mod python_profile;
 mod torch;
 mod trace;
 
+pub use distributed::generate_artifact_set;
 pub use trace::generate_real_trace;
 
 type BenchFn = fn(&mut BenchContext) -> anyhow::Result<()>;
@@ -42,12 +44,13 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("python-account", python_account::run),
     ("profile", profile::run),
     ("python-profile", python_profile::run),
-    ("distributed", distributed::run),
+    ("aggregate", aggregate::run),
     ("trace", trace::run),
     ("breakdown", breakdown::run),
     ("onnx", onnx::run),
     ("torch", torch::run),
     ("conform", conform::run),
+    ("distributed", distributed::run),
 ];
 
 /// What one benchmark measured of one program run.

@@ -276,7 +276,7 @@ pub fn generate_real_trace(args: &[String]) -> anyhow::Result<()> {
 }
 
 /// The real-trace file, reused while its recorded size matches.
-fn real_trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
+pub(super) fn real_trace(scratch: &Path, target_bytes: u64) -> anyhow::Result<(PathBuf, Generated)> {
     let path = scratch.join(format!("kineto-real-{}mb.json", target_bytes / 1_000_000));
     let [bytes, events] = super::cached_input(&path, |path| {
         let output = Command::new(std::env::current_exe()?)
