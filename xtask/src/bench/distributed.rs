@@ -105,10 +105,48 @@ struct InputSet {
     traces: bool,
 }
 
-/// What one process printed and took: the rows after it compare to it.
+/// What one process took and printed: the rows after it compare to it.
 struct Baseline {
     seconds: f64,
-    output: String,
+    /// Its output, in a file: the JSON of a large run is megabytes, and
+    /// held here it would raise this process's peak RSS, which every
+    /// child's figure starts from.
+    output: PathBuf,
+}
+
+impl Baseline {
+    /// Whether the file `other` holds the same bytes as the baseline's
+    /// output (compared a block at a time); `other` is removed.
+    fn same(&self, other: &Path) -> anyhow::Result<bool> {
+        let mut ours = BufReader::new(File::open(&self.output)?);
+        let mut theirs = BufReader::new(File::open(other)?);
+        let (mut a, mut b) = (vec![0u8; 1 << 16], vec![0u8; 1 << 16]);
+        let same = loop {
+            let read = ours.read(&mut a)?;
+            if read == 0 {
+                break theirs.read(&mut b)? == 0;
+            }
+            if theirs.read_exact(&mut b[..read]).is_err() || a[..read] != b[..read] {
+                break false;
+            }
+        };
+        std::fs::remove_file(other)?;
+        Ok(same)
+    }
+}
+
+/// Runs `command` to completion with its standard output in the file
+/// `out`, measured as [`BenchContext::run_measured`] measures.
+fn run_to_file(command: &mut Command, out: &Path) -> anyhow::Result<Measure> {
+    command.stdin(Stdio::null()).stdout(File::create(out)?);
+    let started = Instant::now();
+    let child = command.spawn().with_context(|| format!("starting {command:?}"))?;
+    let (status, peak_rss_bytes) = super::wait_with_rusage(child.id())?;
+    let seconds = started.elapsed().as_secs_f64();
+    if status != 0 {
+        bail!("{command:?} exited with status {status}");
+    }
+    Ok(Measure { seconds, peak_rss_bytes: Some(peak_rss_bytes) })
 }
 
 /// Copies the rank-set template with rank `rank`'s header.
@@ -305,13 +343,14 @@ struct PartialRun {
     worker_rss: u64,
     /// `tally account` of the partials.
     account: Measure,
-    output: String,
+    /// Whether it printed what one process printed.
+    same: bool,
 }
 
 /// The partial path: `workers` `tally partial` processes at once, one per
 /// share, then `tally account` of their partials.
 fn partial_path(
-    ctx: &BenchContext,
+    baseline: &Baseline,
     tally: &Path,
     set: &InputSet,
     workers: usize,
@@ -336,12 +375,13 @@ fn partial_path(
         worker_rss = worker_rss.max(rss);
     }
     let partial_seconds = started.elapsed().as_secs_f64();
-    let (account, output) = ctx.run_measured_capture(&mut account_command(tally, set, &outputs))?;
+    let printed = parts.join("partials.out");
+    let account = run_to_file(&mut account_command(tally, set, &outputs), &printed)?;
     let seconds = started.elapsed().as_secs_f64();
     for out in &outputs {
         std::fs::remove_file(out)?;
     }
-    Ok(PartialRun { seconds, partial_seconds, worker_rss, account, output })
+    Ok(PartialRun { seconds, partial_seconds, worker_rss, account, same: baseline.same(&printed)? })
 }
 
 /// A row of `set` taking `seconds`, with its speedup over one process.
@@ -412,11 +452,13 @@ fn run_set(ctx: &mut BenchContext, tally: &Path, set: &InputSet) -> anyhow::Resu
     // One process, on one thread and on every core (the default).
     let mut one_thread = account_command(tally, set, &set.paths);
     one_thread.args(["--threads", "1"]);
-    let (single, single_output) = ctx.run_measured_capture(&mut one_thread)?;
-    let (measure, output) = ctx.run_measured_capture(&mut account_command(tally, set, &set.paths))?;
+    let single_output = parts.join("one-thread.out");
+    let single = run_to_file(&mut one_thread, &single_output)?;
+    let output = parts.join("one-process.out");
+    let measure = run_to_file(&mut account_command(tally, set, &set.paths), &output)?;
     let baseline = Baseline { seconds: measure.seconds, output };
     let mut first = row(set, "one process, 1 thread", single, &baseline);
-    first.note += &format!("; {}", agreement(single_output == baseline.output));
+    first.note += &format!("; {}", agreement(baseline.same(&single_output)?));
     ctx.record(first);
     let mut all = row(set, "one process (tally account, every core)", measure, &baseline);
     all.note = "the baseline of the speedups below".into();
@@ -426,7 +468,7 @@ fn run_set(ctx: &mut BenchContext, tally: &Path, set: &InputSet) -> anyhow::Resu
     let mut one_worker = None;
     for workers in [1, 2] {
         let name = format!("tally partial x{workers} worker{} + account", if workers > 1 { "s" } else { "" });
-        match partial_path(ctx, tally, set, workers, &parts) {
+        match partial_path(&baseline, tally, set, workers, &parts) {
             Ok(run) => {
                 let measure = Measure { seconds: run.seconds, peak_rss_bytes: Some(run.worker_rss) };
                 let mut row = row(set, &name, measure, &baseline);
@@ -435,7 +477,7 @@ fn run_set(ctx: &mut BenchContext, tally: &Path, set: &InputSet) -> anyhow::Resu
                     run.partial_seconds,
                     run.account.seconds,
                     run.account.peak_rss_bytes.unwrap_or(0) as f64 / 1e6,
-                    agreement(run.output == baseline.output),
+                    agreement(run.same),
                 );
                 match one_worker {
                     None => one_worker = Some(run.seconds),
@@ -464,10 +506,11 @@ fn run_set(ctx: &mut BenchContext, tally: &Path, set: &InputSet) -> anyhow::Resu
                 command.args(["--run-id", run_id]);
             }
             command.args(&set.paths);
-            match ctx.run_measured_capture(&mut command) {
-                Ok((measure, output)) => {
+            let printed = parts.join("mpi.out");
+            match run_to_file(&mut command, &printed) {
+                Ok(measure) => {
                     let mut row = row(set, "MPI, mpirun -np 2 mpi-account", measure, &baseline);
-                    row.note += &format!("; rss is mpirun's; {}", agreement(output == baseline.output));
+                    row.note += &format!("; rss is mpirun's; {}", agreement(baseline.same(&printed)?));
                     ctx.record(row);
                 }
                 Err(error) => println!("{}: MPI not run: {error:#}", set.label),
@@ -670,6 +713,16 @@ fn own_peak_rss() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// Prints [`own_peak_rss`], the floor of the RSS figures.
+fn print_floor(when: &str) {
+    if let Some(peak) = own_peak_rss() {
+        println!(
+            "this process's peak RSS{when}: {:.1} MB (every child's RSS figure starts from it)",
+            peak as f64 / 1e6
+        );
+    }
+}
+
 /// Runs the benchmark.
 pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     let (ranks, rank_bytes, artifact_bytes) =
@@ -683,12 +736,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
         artifacts.paths.len(),
         artifacts.bytes as f64 / 1e9
     );
-    if let Some(peak) = own_peak_rss() {
-        println!(
-            "this process's peak RSS {:.1} MB: every child's RSS figure below starts from it",
-            peak as f64 / 1e6
-        );
-    }
+    print_floor("");
     let tally = ctx.tally_bin()?;
     let partial_help = Command::new(&tally).args(["partial", "--help"]).output()?;
     if !partial_help.status.success() {
@@ -696,6 +744,7 @@ pub fn run(ctx: &mut BenchContext) -> anyhow::Result<()> {
     }
     run_set(ctx, &tally, &traces)?;
     run_set(ctx, &tally, &artifacts)?;
+    print_floor(" now");
     match run_sizes(ctx, &tally, &traces, &artifacts) {
         Ok(()) => {}
         Err(error) => println!("partial sizes and worker rss not measured: {error:#}"),
