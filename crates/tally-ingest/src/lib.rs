@@ -425,8 +425,9 @@ fn resolve_in<'scope>(
     resolver.into_made().finish().map_err(|error| sources.locate(error))
 }
 
-/// About how many records the inputs hold, for sizing tables once.
-fn expected_records(inputs: &[OpenedInput]) -> usize {
+/// About how many records the inputs hold, from their sizes: for sizing a
+/// resolver's tables once, instead of rehashing them at every doubling.
+pub fn expected_records<'a>(inputs: impl IntoIterator<Item = &'a OpenedInput>) -> usize {
     // Tables sized once for about the records the files hold (an artifact
     // row is some hundreds of bytes: 578 on average in the bench's v4
     // artifact, more in v2; a real Kineto trace makes a record of about 830
@@ -434,7 +435,7 @@ fn expected_records(inputs: &[OpenedInput]) -> usize {
     // at every doubling. A high guess costs the key indexes' slots, filled
     // at once (8 bytes each); a low one (a compressed file), the rehashes.
     let expected: u64 = inputs
-        .iter()
+        .into_iter()
         .filter_map(|input| {
             let bytes = std::fs::metadata(input.path()).ok()?.len();
             Some(if input.is_trace() { bytes / 1000 } else { bytes / 500 })

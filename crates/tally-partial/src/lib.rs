@@ -251,7 +251,12 @@ impl Partial {
     pub fn resolve(&self, keep_labels: bool) -> Result<StreamedRun, PartialError> {
         let mut resolver = resolver(keep_labels, self.events as usize);
         let mut mixed = Mixed::default();
-        read_partial(&self.bytes[..], "partial", &ReadLimits::default(), &mut resolver, &mut mixed)?;
+        // Decoded on another thread while the resolver takes the chunks
+        // decoded before.
+        std::thread::scope(|scope| {
+            let items = decode_ahead(scope, Ok(&self.bytes[..]), "partial".into(), ReadLimits::default());
+            consume(&mut items.into_iter(), "partial", &mut resolver, &mut mixed)
+        })?;
         resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))
     }
 }
@@ -303,11 +308,62 @@ fn read_partial(
     sink: &mut dyn PreparedSink,
     mixed: &mut Mixed,
 ) -> Result<(), PartialError> {
+    let mut items = Frames::new(input, name, *limits);
+    consume(&mut items, name, sink, mixed)
+}
+
+/// A partial's items, read one at a time; after the end frame, the check
+/// that nothing follows the compressed stream, then nothing.
+struct Frames<'n, R: BufRead> {
+    reader: Option<Result<PartialReader<R>, PartialError>>,
+    name: &'n str,
+}
+
+impl<'n, R: BufRead> Frames<'n, R> {
+    fn new(input: R, name: &'n str, limits: ReadLimits) -> Self {
+        Self { reader: Some(PartialReader::new(input, name, limits)), name }
+    }
+}
+
+impl<R: BufRead> Iterator for Frames<'_, R> {
+    type Item = Result<Item, PartialError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut reader = match self.reader.take()? {
+            Ok(reader) => reader,
+            Err(error) => return Some(Err(error)),
+        };
+        let item = match reader.next_item() {
+            Ok(item) => item,
+            Err(error) => return Some(Err(error)),
+        };
+        if matches!(item, Item::Batch(_)) {
+            self.reader = Some(Ok(reader));
+            return Some(Ok(item));
+        }
+        let mut rest = reader.into_inner();
+        let mut byte = [0u8; 1];
+        match rest.read(&mut byte) {
+            Ok(0) => Some(Ok(item)),
+            Ok(_) => Some(Err(stream::broken(self.name, 0, "data follows the compressed stream"))),
+            Err(error) => Some(Err(stream::broken(self.name, 0, error.to_string()))),
+        }
+    }
+}
+
+/// Pushes a partial's items, read by whoever reads them, into `sink` (see
+/// [`read_partial`]).
+fn consume(
+    items: &mut dyn Iterator<Item = Result<Item, PartialError>>,
+    name: &str,
+    sink: &mut dyn PreparedSink,
+    mixed: &mut Mixed,
+) -> Result<(), PartialError> {
     let shift = position(mixed.sources.names.len(), 0);
-    let mut reader = PartialReader::new(input, name, *limits)?;
     let mut rejected: Option<ResolveError> = None;
-    loop {
-        match reader.next_item()? {
+    let mut ended = false;
+    for item in items {
+        match item? {
             Item::Batch(mut batch) => {
                 if rejected.is_none() {
                     batch.shift_records(shift);
@@ -317,19 +373,87 @@ fn read_partial(
             Item::End { sources, traces, .. } => {
                 mixed.traces(traces, name)?;
                 mixed.sources.names.extend(sources);
-                break;
+                ended = true;
             }
         }
     }
-    let mut rest = reader.into_inner();
-    let mut byte = [0u8; 1];
-    if rest.read(&mut byte).map_err(|error| stream::broken(name, 0, error.to_string()))? != 0 {
-        return Err(stream::broken(name, 0, "data follows the compressed stream"));
+    if !ended {
+        // The reader stops only after the end frame or an error.
+        return Err(stream::broken(name, 0, "the partial ended before its end frame"));
     }
     match rejected {
         Some(error) => Err(PartialError::Run(mixed.sources.locate(error))),
         None => Ok(()),
     }
+}
+
+/// Chunks a decoding thread may run ahead of the consumer, per partial.
+const AHEAD: usize = 4;
+
+/// Decodes a partial's items on a thread of its own, at most [`AHEAD`]
+/// chunks ahead of whoever takes them; an error is the last item.
+fn decode_ahead<'scope, R: BufRead + Send + 'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    input: Result<R, PartialError>,
+    name: String,
+    limits: ReadLimits,
+) -> std::sync::mpsc::Receiver<Result<Item, PartialError>> {
+    let (sender, receiver) = std::sync::mpsc::sync_channel::<Result<Item, PartialError>>(AHEAD);
+    scope.spawn(move || {
+        let items: Box<dyn Iterator<Item = Result<Item, PartialError>>> = match input {
+            Ok(input) => Box::new(Frames::new(input, &name, limits)),
+            Err(error) => Box::new(std::iter::once(Err(error))),
+        };
+        for item in items {
+            let failed = item.is_err();
+            // A consumer that stopped (an earlier error) drops its
+            // receiver: nothing more to decode.
+            if sender.send(item).is_err() || failed {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// Reads consecutive partial files into `sink`, in order, decoding about
+/// `threads` of them at once (none: all on the calling thread) on threads
+/// of their own while the calling thread pushes the chunks of the earliest: decoding is a third of the
+/// work, and the sink (the resolver) the rest. Memory stays bounded: each
+/// decoder is at most [`AHEAD`] chunks ahead. Errors come in the files'
+/// order, as one reader would meet them.
+fn read_partials(
+    paths: &[PathBuf],
+    limits: &ReadLimits,
+    threads: usize,
+    sink: &mut dyn PreparedSink,
+    mixed: &mut Mixed,
+) -> Result<(), PartialError> {
+    let open = |path: &PathBuf| {
+        File::open(path)
+            .map(|file| BufReader::with_capacity(1 << 16, file))
+            .map_err(|error| PartialError::Io { path: path.clone(), error })
+    };
+    if threads == 0 {
+        for path in paths {
+            read_partial(open(path)?, &path.display().to_string(), limits, sink, mixed)?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let decode = |path: &PathBuf| decode_ahead(scope, open(path), path.display().to_string(), *limits);
+        let mut pending: std::collections::VecDeque<_> = paths.iter().take(threads).map(decode).collect();
+        let mut next = pending.len();
+        for path in paths {
+            let receiver = pending.pop_front().expect("one decoder per path, started in order");
+            if let Some(path) = paths.get(next) {
+                pending.push_back(decode(path));
+                next += 1;
+            }
+            consume(&mut receiver.into_iter(), &path.display().to_string(), sink, mixed)?;
+        }
+        Ok(())
+    })
 }
 
 /// One input of a run: a partial, or a file (or stream) that is not one,
@@ -371,6 +495,24 @@ pub fn traces_of(inputs: &[RunInput]) -> Vec<&OpenedInput> {
         .collect()
 }
 
+/// About how many events a run's inputs hold, from their sizes (a partial
+/// takes about 10 bytes an event of a trace, 30 of an artifact): for sizing
+/// a resolver's tables once (`StreamingResolver::with_capacity`).
+pub fn expected_events(inputs: &[RunInput]) -> usize {
+    let mut opened: Vec<&OpenedInput> = Vec::new();
+    let mut events = 0usize;
+    for input in inputs {
+        match input {
+            RunInput::Partial(path) => {
+                let bytes = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
+                events = events.saturating_add(usize::try_from(bytes / 8).unwrap_or(usize::MAX));
+            }
+            RunInput::Opened(input) => opened.push(input),
+        }
+    }
+    events.saturating_add(tally_ingest::expected_records(opened)).min(1 << 26)
+}
+
 /// Reads a run's inputs, partials among them, in the order given, into
 /// `sink`: each partial's events, and the other inputs read together where
 /// the first of them stands (as `tally account` reads them, traces imported
@@ -384,14 +526,17 @@ pub fn read_mixed(
     sink: &mut dyn PreparedSink,
 ) -> Result<Mixed, PartialError> {
     enum Part {
-        Partial(PathBuf),
+        Partials(Vec<PathBuf>),
         Files,
     }
     let mut parts: Vec<Part> = Vec::new();
     let mut files: Vec<OpenedInput> = Vec::new();
     for input in inputs {
         match input {
-            RunInput::Partial(path) => parts.push(Part::Partial(path)),
+            RunInput::Partial(path) => match parts.last_mut() {
+                Some(Part::Partials(paths)) => paths.push(path),
+                _ => parts.push(Part::Partials(vec![path])),
+            },
             RunInput::Opened(opened) => {
                 if files.is_empty() {
                     parts.push(Part::Files);
@@ -400,14 +545,16 @@ pub fn read_mixed(
             }
         }
     }
+    let threads = match options.threads {
+        0 => std::thread::available_parallelism().map_or(1, usize::from),
+        threads => threads,
+    };
     let mut mixed = Mixed::default();
     for part in parts {
         match part {
-            Part::Partial(path) => {
-                let file =
-                    File::open(&path).map_err(|error| PartialError::Io { path: path.clone(), error })?;
-                let reader = BufReader::with_capacity(1 << 16, file);
-                read_partial(reader, &path.display().to_string(), limits, sink, &mut mixed)?;
+            // Decoding threads beside the sink's: one core is the sink's.
+            Part::Partials(paths) => {
+                read_partials(&paths, limits, threads.saturating_sub(1), sink, &mut mixed)?
             }
             Part::Files => {
                 let files = std::mem::take(&mut files);
@@ -430,7 +577,7 @@ pub fn resolve_mixed(
     limits: &ReadLimits,
     watcher: &mut dyn Watcher,
 ) -> Result<(StreamedRun, Option<Detail>), PartialError> {
-    let mut resolver = resolver(options.keep_labels, 0);
+    let mut resolver = resolver(options.keep_labels, expected_events(&inputs));
     let mixed = read_mixed(inputs, options, limits, watcher, &mut resolver)?;
     let run = resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))?;
     Ok((run, mixed.traces))

@@ -239,3 +239,53 @@ fn partials_of_different_trace_detail_are_refused_together() {
     assert!(refused.to_string().contains("per kernel, but the inputs before it per launch"), "{refused}");
     assert!(merge([launch.clone(), launch]).is_ok());
 }
+
+/// Partial files decoded ahead on threads give the run, and the first
+/// damaged one (in the files' order) is the error, whatever the threads.
+#[test]
+fn partials_decoded_on_threads_read_as_one_reader_reads_them() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let paths = tally_testkit::records::split_artifact(
+        &root().join("examples/serving-run.jsonl"),
+        directory.path(),
+        5,
+    );
+    let import = import("unused");
+    let parts: Vec<PathBuf> = paths
+        .iter()
+        .enumerate()
+        .map(|(number, path)| {
+            let out = directory.path().join(format!("p{number}.part"));
+            partial(std::slice::from_ref(path), "unused").write(&out).expect("written");
+            out
+        })
+        .collect();
+    let expected = report(&single(&paths, "unused", false));
+    let threaded = |threads: usize| RunOptions { threads, ..options(&import, false) };
+    for threads in [1, 2, 3, 8] {
+        let (run, _) = tally_partial::resolve_mixed(
+            opened(&parts),
+            &threaded(threads),
+            &ReadLimits::default(),
+            &mut Unwatched,
+        )
+        .expect("resolves");
+        assert_eq!(report(&run), expected, "{threads} threads");
+    }
+    // The second and fourth cut short: the second is named.
+    for cut in [&parts[1], &parts[3]] {
+        let bytes = std::fs::read(cut).expect("read");
+        std::fs::write(cut, &bytes[..bytes.len() / 2]).expect("written");
+    }
+    for threads in [1, 2, 8] {
+        let error = tally_partial::resolve_mixed(
+            opened(&parts),
+            &threaded(threads),
+            &ReadLimits::default(),
+            &mut Unwatched,
+        )
+        .map(|_| ())
+        .expect_err("cut short");
+        assert!(error.to_string().starts_with(&parts[1].display().to_string()), "{threads} threads: {error}");
+    }
+}

@@ -96,6 +96,12 @@ pub(crate) fn resolve_files(
     let inputs = tally_partial::open_run_inputs(files, trace.input_format)
         .map_err(|error| super::partial::partial_message(&error))?;
     if inputs.iter().any(|input| matches!(input, RunInput::Partial(_))) {
+        // Partials' chunks are decoded and freed one after another, each
+        // about the size of the next: as with artifacts (see
+        // `keep_freed_briefly`), unless traces are imported beside them.
+        if purpose == Purpose::Accounting && tally_partial::traces_of(&inputs).is_empty() {
+            super::memory::keep_freed_briefly();
+        }
         return super::partial::resolve(inputs, trace, limits, partials, purpose == Purpose::Breakdown);
     }
     let opened: Vec<OpenedInput> = inputs

@@ -162,7 +162,7 @@ pub(crate) fn resolve(
     partials: &PartialArgs,
     keep_labels: bool,
 ) -> Result<StreamedRun, String> {
-    let resolver = StreamingResolver::new();
+    let resolver = StreamingResolver::with_capacity(tally_partial::expected_events(&inputs));
     let mut resolver = if keep_labels { resolver.keeping_labels() } else { resolver };
     let mixed = read_run(inputs, trace, limits, partials, keep_labels, &mut resolver)?;
     let wanted = if trace.per_kernel { Detail::Kernel } else { Detail::Launch };
