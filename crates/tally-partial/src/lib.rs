@@ -53,6 +53,8 @@
 
 mod stream;
 
+use stream::ImportsAsOne;
+
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -62,8 +64,8 @@ use tally_resolve::{ResolveError, StreamedRun, StreamingResolver};
 use tally_trace::{Detail, InputKind, OpenedInput};
 
 pub use stream::{
-    CHUNK_EVENTS, FORMAT_VERSION, Item, MAGIC, PartialError, PartialReader, PartialWriter, ReadLimits,
-    is_partial,
+    CHUNK_EVENTS, FORMAT_VERSION, IMPORT_FINGERPRINT, Item, MAGIC, PartialError, PartialReader,
+    PartialWriter, ReadLimits, is_partial,
 };
 
 /// One partial in memory: its bytes, read through once to check them, with
@@ -148,8 +150,8 @@ impl Partial {
     /// A partial of a run's inputs, read as `tally account` reads them
     /// ([`tally_ingest::read_inputs`]); activity labels are always kept.
     ///
-    /// A trace import's own two records are not kept (see
-    /// docs/partials.md). For traces split between partials, give every
+    /// A trace import's own two records are kept with one fingerprint for
+    /// every import ([`IMPORT_FINGERPRINT`], docs/partials.md). For traces split between partials, give every
     /// partial the run's ID ([`RunOptions::import`]): the default is
     /// derived from the traces being read. The import's detail (a record
     /// per launch, as `tally account` imports, or per kernel, as `tally
@@ -163,7 +165,8 @@ impl Partial {
         let labelled = RunOptions { keep_labels: true, ..*options };
         let traces = inputs.iter().any(OpenedInput::is_trace).then(|| detail(options));
         written(|writer| {
-            let sources = tally_ingest::read_inputs(inputs, &labelled, watcher, writer)?;
+            let sources =
+                tally_ingest::read_inputs(inputs, &labelled, watcher, &mut ImportsAsOne::new(writer))?;
             Ok(Mixed { sources, traces })
         })
     }
@@ -561,7 +564,8 @@ pub fn read_mixed(
                 if let Some(trace) = files.iter().find(|input| input.is_trace()) {
                     mixed.traces(Some(detail(options)), &trace.path().display().to_string())?;
                 }
-                tally_ingest::read_more_inputs(files, options, watcher, sink, &mut mixed.sources)?;
+                let mut sink = ImportsAsOne::new(sink);
+                tally_ingest::read_more_inputs(files, options, watcher, &mut sink, &mut mixed.sources)?;
             }
         }
     }

@@ -27,7 +27,7 @@ use flate2::bufread::ZlibDecoder;
 use flate2::write::ZlibEncoder;
 use serde::{Deserialize, Serialize};
 use tally_ingest::{PreparedSink, RunError, origin};
-use tally_resolve::{EventIdentity, PreparedBatch, ResolveError};
+use tally_resolve::{PreparedBatch, ResolveError};
 use tally_trace::Detail;
 
 /// The first bytes of every partial.
@@ -150,8 +150,6 @@ pub struct PartialWriter<W: Write> {
     chunk: PreparedBatch,
     frame: Vec<u8>,
     events: u64,
-    /// A trace import's source: its own two records are not kept.
-    imported: Vec<usize>,
     /// The first write that failed, while the writer was a sink (which
     /// can only stop for the resolver's reasons).
     failed: Option<std::io::Error>,
@@ -169,7 +167,6 @@ impl<W: Write> PartialWriter<W> {
             chunk: PreparedBatch::with_capacity(0).interning(),
             frame: Vec::new(),
             events: 0,
-            imported: Vec::new(),
             failed: None,
             traces: None,
         })
@@ -182,18 +179,8 @@ impl<W: Write> PartialWriter<W> {
         batch: &PreparedBatch,
         record: impl FnMut(usize) -> usize,
     ) -> std::io::Result<()> {
-        let imported = &self.imported;
-        let mut kept = 0u64;
-        self.chunk.append(
-            batch,
-            |identity| {
-                let keep = keeps(imported, identity);
-                kept += u64::from(keep);
-                keep
-            },
-            record,
-        );
-        self.events += kept;
+        self.chunk.append(batch, |_| true, record);
+        self.events += batch.len() as u64;
         if self.chunk.len() >= CHUNK_EVENTS || self.chunk.capacity_bytes() >= CHUNK_BYTES {
             self.flush_chunk()?;
         }
@@ -257,22 +244,54 @@ impl<W: Write> PartialWriter<W> {
     }
 }
 
-/// Whether a written partial keeps an event: all but a trace import's own
-/// records (its artifact identity, made "now", and its capabilities with
-/// the summary of the traces imported together), which describe one
-/// import and take no part in accounting; kept, two partials' imports of
-/// one run would conflict where one import does not.
-fn keeps(imported: &[usize], identity: EventIdentity) -> bool {
-    identity.tabled || !imported.contains(&origin(identity.record).0)
+/// The content fingerprint a partial gives a trace import's own records
+/// (its artifact identity, stamped with the time of the import, and its
+/// capabilities with the summary of the traces imported together): they
+/// describe one import and take no part in accounting but the run's ID,
+/// and with their own fingerprints two partials' imports of one run would
+/// conflict where one import does not. (A 64-bit content hash of the
+/// records' own is as unlikely to be this.)
+pub const IMPORT_FINGERPRINT: u64 = 0x7461_6c6c_7969_6d70;
+
+/// A sink that gives a trace import's own records [`IMPORT_FINGERPRINT`]
+/// before passing them on: wherever a run is read with partials, or into
+/// one.
+pub(crate) struct ImportsAsOne<'s> {
+    pub(crate) inner: &'s mut dyn PreparedSink,
+    /// The sources that are trace imports.
+    imported: Vec<usize>,
 }
 
-impl<W: Write> PreparedSink for PartialWriter<W> {
+impl<'s> ImportsAsOne<'s> {
+    pub(crate) fn new(inner: &'s mut dyn PreparedSink) -> Self {
+        Self { inner, imported: Vec::new() }
+    }
+}
+
+impl PreparedSink for ImportsAsOne<'_> {
     fn source(&mut self, index: usize, imported: bool) {
         if imported {
             self.imported.push(index);
         }
+        self.inner.source(index, imported);
     }
 
+    fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
+        if !self.imported.is_empty() {
+            let imported = &self.imported;
+            batch.map_fingerprints(|identity| {
+                if !identity.tabled && imported.contains(&origin(identity.record).0) {
+                    IMPORT_FINGERPRINT
+                } else {
+                    identity.fingerprint
+                }
+            });
+        }
+        self.inner.push(batch)
+    }
+}
+
+impl<W: Write> PreparedSink for PartialWriter<W> {
     fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
         // A sink stops only for the resolver's reasons: an output that
         // cannot be written is kept, and `finish` reports it.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use tally_gpu_time::{AccountingReport, account_gpu_time};
 use tally_ingest::{
-    PreparedSink, RunOptions, Unwatched, default_import_options, open_inputs, origin, resolve_inputs,
+    PreparedSink, RunOptions, Unwatched, default_import_options, open_inputs, resolve_inputs,
 };
 use tally_partial::{Item, Partial, PartialReader, PartialWriter, ReadLimits};
 use tally_resolve::{PreparedBatch, ResolveError, StreamedRun, StreamingResolver};
@@ -61,34 +61,26 @@ fn chunks(bytes: &[u8]) -> Vec<PreparedBatch> {
     chunks
 }
 
-/// Writes a read's batches into a partial, and keeps them as they come,
-/// less a trace import's own records (as the partial keeps them).
+/// Writes a read's batches into a partial, and keeps them as the partial
+/// keeps them (a trace import's own records with their fingerprint set).
 struct Both {
     writer: PartialWriter<Vec<u8>>,
-    imported: Vec<usize>,
     batches: Vec<PreparedBatch>,
 }
 
 impl PreparedSink for Both {
     fn source(&mut self, index: usize, imported: bool) {
         self.writer.source(index, imported);
-        if imported {
-            self.imported.push(index);
-        }
     }
 
     fn push(&mut self, batch: &mut PreparedBatch) -> Result<(), ResolveError> {
+        let pushed = self.writer.push(batch);
         // Copied as a partial copies them: with the contexts of the events
         // kept, and no other.
         let mut kept = PreparedBatch::default();
-        let imported = &self.imported;
-        kept.append(
-            batch,
-            |identity| identity.tabled || !imported.contains(&origin(identity.record).0),
-            |record| record,
-        );
+        kept.append(batch, |_| true, |record| record);
         self.batches.push(kept);
-        self.writer.push(batch)
+        pushed
     }
 }
 
@@ -102,11 +94,7 @@ const COMPARED_WITH_ONE_PROCESS: u64 = 2 << 20;
 fn check(path: &Path) {
     let name = path.display().to_string();
     let import = import();
-    let mut both = Both {
-        writer: PartialWriter::new(Vec::new()).expect("into memory"),
-        imported: Vec::new(),
-        batches: Vec::new(),
-    };
+    let mut both = Both { writer: PartialWriter::new(Vec::new()).expect("into memory"), batches: Vec::new() };
     let inputs = open_inputs(&[path.to_path_buf()], None).expect("inputs open");
     let read = tally_ingest::read_inputs(inputs, &options(&import), &mut Unwatched, &mut both);
     let single = |import| {

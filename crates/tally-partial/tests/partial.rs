@@ -289,3 +289,27 @@ fn partials_decoded_on_threads_read_as_one_reader_reads_them() {
         assert!(error.to_string().starts_with(&parts[1].display().to_string()), "{threads} threads: {error}");
     }
 }
+
+/// Traces with no GPU work still name the run: the import's own records
+/// are kept (with one fingerprint for every import of the run), so the
+/// partials' run is the traces' run, not one without events.
+#[test]
+fn traces_without_gpu_work_keep_their_run() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let paths: Vec<PathBuf> = (0..2)
+        .map(|rank| {
+            let path = directory.path().join(format!("cpu{rank}.json"));
+            let trace = format!(
+                r#"{{"traceEvents": [{{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": {rank}, "tid": 1, "ts": 1, "dur": 2}}]}}"#
+            );
+            std::fs::write(&path, trace).expect("written");
+            path
+        })
+        .collect();
+    let expected = report(&single(&paths, "cpu-run", false));
+    assert!(expected.contains("\"run_id\":\"cpu-run\""), "{expected}");
+    let parts: Vec<Partial> =
+        paths.iter().map(|path| partial(std::slice::from_ref(path), "cpu-run")).collect();
+    let merged = merge(parts).expect("merged");
+    assert_eq!(report(&merged.resolve(false).expect("resolves")), expected);
+}

@@ -414,6 +414,16 @@ impl PreparedBatch {
         self.events.clear();
     }
 
+    /// Sets each event's content fingerprint to what `fingerprint` gives
+    /// for its identity: for events whose content differs where it does
+    /// not matter (a trace import's own records, stamped with the time of
+    /// the import), so that their deliveries from several imports are one.
+    pub fn map_fingerprints(&mut self, mut fingerprint: impl FnMut(EventIdentity) -> u64) {
+        for event in &mut self.events {
+            event.fingerprint = fingerprint(event.identity());
+        }
+    }
+
     /// Keeps only the events that `keep` takes (their strings stay in the
     /// batch's text until it is cleared).
     pub fn retain(&mut self, mut keep: impl FnMut(EventIdentity) -> bool) {
