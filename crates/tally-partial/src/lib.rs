@@ -300,6 +300,58 @@ pub fn merge(parts: impl IntoIterator<Item = Partial>) -> Result<Partial, Partia
     })
 }
 
+/// Merges partials given as bytes (each read once, checked as it is read;
+/// `partial N` names the Nth in errors): [`merge`] without first reading
+/// each back into a [`Partial`].
+pub fn merge_bytes(parts: &[&[u8]]) -> Result<Partial, PartialError> {
+    written(|writer| {
+        let mut mixed = Mixed::default();
+        for (number, bytes) in parts.iter().enumerate() {
+            read_partial(*bytes, &format!("partial {number}"), &ReadLimits::default(), writer, &mut mixed)?;
+        }
+        Ok(mixed)
+    })
+}
+
+/// Resolves partials given as bytes as one run, each read once (decoded
+/// ahead on a thread of its own while the resolver takes the chunks decoded
+/// before; `partial N` names the Nth in errors): the run of all their
+/// files, and how their traces were imported. Partials that disagree on
+/// that are refused.
+pub fn resolve_bytes(
+    parts: &[&[u8]],
+    keep_labels: bool,
+) -> Result<(StreamedRun, Option<Detail>), PartialError> {
+    let events: usize = parts.iter().map(|bytes| bytes.len() / 8).fold(0, usize::saturating_add);
+    let mut resolver = resolver(keep_labels, events);
+    let mut mixed = Mixed::default();
+    std::thread::scope(|scope| {
+        let mut ahead = parts
+            .iter()
+            .enumerate()
+            .map(|(number, bytes)| {
+                decode_ahead(scope, Ok(*bytes), format!("partial {number}"), ReadLimits::default())
+            })
+            .take(2)
+            .collect::<std::collections::VecDeque<_>>();
+        for (number, _) in parts.iter().enumerate() {
+            let items = ahead.pop_front().expect("one decoder per part, started in order");
+            if let Some(next) = parts.get(number + 2) {
+                ahead.push_back(decode_ahead(
+                    scope,
+                    Ok(*next),
+                    format!("partial {}", number + 2),
+                    ReadLimits::default(),
+                ));
+            }
+            consume(&mut items.into_iter(), &format!("partial {number}"), &mut resolver, &mut mixed)?;
+        }
+        Ok::<_, PartialError>(())
+    })?;
+    let run = resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))?;
+    Ok((run, mixed.traces))
+}
+
 /// Pushes one partial's events into `sink`, numbered after the sources read
 /// before, and adds its sources (and its trace detail) to them. A rejection
 /// by the sink is reported once the partial's sources are known (they end

@@ -313,3 +313,31 @@ fn traces_without_gpu_work_keep_their_run() {
     let merged = merge(parts).expect("merged");
     assert_eq!(report(&merged.resolve(false).expect("resolves")), expected);
 }
+
+/// Partials as bytes resolve and merge without being read back first: the
+/// same run as their merge, and a damaged one named by its place.
+#[test]
+fn partials_as_bytes_resolve_and_merge_as_partials_do() {
+    let directory = tempfile::tempdir().expect("a temporary directory");
+    let paths = tally_testkit::records::split_artifact(
+        &root().join("examples/serving-run.jsonl"),
+        directory.path(),
+        3,
+    );
+    let parts: Vec<Partial> =
+        paths.iter().map(|path| partial(std::slice::from_ref(path), "unused")).collect();
+    let bytes: Vec<&[u8]> = parts.iter().map(Partial::as_bytes).collect();
+    let expected = report(&single(&paths, "unused", false));
+    let (run, traces) = tally_partial::resolve_bytes(&bytes, false).expect("resolves");
+    assert_eq!((report(&run), traces), (expected.clone(), None));
+    let merged = tally_partial::merge_bytes(&bytes).expect("merged");
+    assert_eq!(merged, merge(parts.clone()).expect("merged"));
+    let cut = &bytes[1][..bytes[1].len() - 3];
+    let damaged = [bytes[0], cut, bytes[2]];
+    for error in [
+        tally_partial::resolve_bytes(&damaged, false).map(|_| ()).expect_err("damaged"),
+        tally_partial::merge_bytes(&damaged).map(|_| ()).expect_err("damaged"),
+    ] {
+        assert!(error.to_string().starts_with("partial 1: byte"), "{error}");
+    }
+}

@@ -190,26 +190,27 @@ fn part_bytes<'a>(parts: &'a [Bound<'_, PyAny>]) -> PyResult<Vec<Cow<'a, [u8]>>>
         .collect()
 }
 
-/// `parts` read back and merged, with the GIL released; each is named
-/// `partial N` (its index) in errors. Partials whose traces were imported
+/// `parts` resolved as one run, each read once with the GIL released; each
+/// is named `partial N` (its index) in errors. Partials whose traces were imported
 /// otherwise than `wanted` (one record per launch for accounting, per
 /// kernel for the breakdown) are refused, as `tally account` and `tally
 /// breakdown` refuse them: they give other figures.
-fn merged(py: Python<'_>, parts: &Bound<'_, PyAny>, wanted: Option<Detail>) -> PyResult<Partial> {
+fn resolved(
+    py: Python<'_>,
+    parts: &Bound<'_, PyAny>,
+    wanted: Detail,
+    keep_labels: bool,
+) -> PyResult<StreamedRun> {
     let parts: Vec<Bound<'_, PyAny>> = parts.try_iter()?.collect::<PyResult<_>>()?;
     let bytes = part_bytes(&parts)?;
-    let merged = py
+    let (run, traces) = py
         .detach(|| {
-            let read = bytes
-                .iter()
-                .enumerate()
-                .map(|(index, bytes)| Partial::from_bytes(bytes, &format!("partial {index}")))
-                .collect::<Result<Vec<_>, _>>()?;
-            tally_partial::merge(read)
+            let parts: Vec<&[u8]> = bytes.iter().map(|bytes| &bytes[..]).collect();
+            tally_partial::resolve_bytes(&parts, keep_labels)
         })
         .map_err(partial_error)?;
-    match (merged.traces(), wanted) {
-        (Some(found), Some(wanted)) if found != wanted => Err(PyValueError::new_err(format!(
+    match traces {
+        Some(found) if found != wanted => Err(PyValueError::new_err(format!(
             "the partials' traces were imported one record per {found}, which gives other figures; {}",
             match wanted {
                 Detail::Kernel =>
@@ -218,7 +219,7 @@ fn merged(py: Python<'_>, parts: &Bound<'_, PyAny>, wanted: Option<Detail>) -> P
                     "accounting reads traces one record per launch: make the partials without per_kernel",
             }
         ))),
-        _ => Ok(merged),
+        _ => Ok(run),
     }
 }
 
@@ -228,9 +229,15 @@ fn merged(py: Python<'_>, parts: &Bound<'_, PyAny>, wanted: Option<Detail>) -> P
 /// byte offset and the rule broken.
 #[pyfunction]
 pub fn merge<'py>(py: Python<'py>, parts: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
-    let partial = merged(py, parts, None)?;
-    let bytes = py.detach(|| partial.to_bytes()).map_err(partial_error)?;
-    Ok(PyBytes::new(py, &bytes))
+    let parts: Vec<Bound<'_, PyAny>> = parts.try_iter()?.collect::<PyResult<_>>()?;
+    let bytes = part_bytes(&parts)?;
+    let merged = py
+        .detach(|| {
+            let parts: Vec<&[u8]> = bytes.iter().map(|bytes| &bytes[..]).collect();
+            tally_partial::merge_bytes(&parts)
+        })
+        .map_err(partial_error)?;
+    Ok(PyBytes::new(py, merged.as_bytes()))
 }
 
 /// Partials merged and accounted: exactly `account_paths` of all their
@@ -239,8 +246,7 @@ pub fn merge<'py>(py: Python<'py>, parts: &Bound<'py, PyAny>) -> PyResult<Bound<
 /// traces one record per launch.
 #[pyfunction]
 pub fn account(py: Python<'_>, parts: &Bound<'_, PyAny>) -> PyResult<(CorrelationGraph, RunAccounting)> {
-    let partial = merged(py, parts, Some(Detail::Launch))?;
-    let run = py.detach(|| partial.resolve(false)).map_err(partial_error)?;
+    let run = resolved(py, parts, Detail::Launch, false)?;
     crate::accounting::accounted(py, run)
 }
 
@@ -257,8 +263,7 @@ pub fn breakdown<'py>(
     by_iteration: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let options = breakdown_options(category_patterns, by_iteration)?;
-    let partial = merged(py, parts, Some(Detail::Kernel))?;
-    let run = py.detach(|| partial.resolve(true)).map_err(partial_error)?;
+    let run = resolved(py, parts, Detail::Kernel, true)?;
     broken_down(py, &run, &options)
 }
 
