@@ -787,7 +787,7 @@ pub fn account_paths(
     run_id: Option<String>,
 ) -> PyResult<(CorrelationGraph, RunAccounting)> {
     let paths = crate::partials::openable(paths)?;
-    let reading = crate::partials::Reading { run_id, per_kernel: false };
+    let reading = crate::partials::Reading { run_id, per_kernel: false, threads: 0 };
     let run = py.detach(|| reading.resolve(&paths, false)).map_err(crate::codec::run_error)?;
     accounted(py, run)
 }

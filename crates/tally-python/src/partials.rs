@@ -32,6 +32,9 @@ pub(crate) struct Reading {
     /// One record per kernel, copy or memset (the breakdown's kernel table
     /// needs each kernel's name), instead of one per launch.
     pub per_kernel: bool,
+    /// Threads reading the files (0: one per core), as `tally account
+    /// --threads`: an engine that runs one task per core gives 1.
+    pub threads: usize,
 }
 
 impl Reading {
@@ -57,7 +60,7 @@ impl Reading {
             max_record_bytes: crate::paths::MAX_RECORD_BYTES,
             import: import.as_ref(),
             keep_labels,
-            threads: 0,
+            threads: self.threads,
             inline_small_inputs: true,
         };
         read(inputs, &options)
@@ -143,7 +146,7 @@ pub fn breakdown_paths<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let options = breakdown_options(category_patterns, by_iteration)?;
     let paths = openable(paths)?;
-    let reading = Reading { run_id, per_kernel: true };
+    let reading = Reading { run_id, per_kernel: true, threads: 0 };
     let run = py.detach(|| reading.resolve(&paths, true)).map_err(crate::codec::run_error)?;
     broken_down(py, &run, &options)
 }
@@ -153,21 +156,24 @@ pub fn breakdown_paths<'py>(
 /// of a run's traces the same `run_id` (`default_run_id` of all the run's
 /// paths is what one process would use); `per_kernel` as the breakdown
 /// reads traces (`breakdown_paths`), so set it for partials to break down.
+/// `threads` read the files (0: one per core); an engine running one task
+/// per core gives 1.
 #[pyfunction]
-#[pyo3(signature = (paths, *, run_id=None, per_kernel=false))]
+#[pyo3(signature = (paths, *, run_id=None, per_kernel=false, threads=0))]
 pub fn make<'py>(
     py: Python<'py>,
     paths: &Bound<'py, PyAny>,
     run_id: Option<String>,
     per_kernel: bool,
+    threads: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let paths = openable(paths)?;
-    let reading = Reading { run_id, per_kernel };
+    let reading = Reading { run_id, per_kernel, threads };
     let bytes = py.detach(|| {
         let partial = reading
             .read(&paths, true, |inputs, options| Partial::of_inputs(inputs, options, &mut Unwatched))
             .map_err(PartialError::Run)?;
-        partial.to_bytes()
+        Ok(partial.into_bytes())
     });
     Ok(PyBytes::new(py, &bytes.map_err(partial_error)?))
 }

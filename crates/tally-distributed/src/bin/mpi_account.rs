@@ -2,7 +2,7 @@
 //! its share of the files.
 //!
 //! ```text
-//! mpirun -np N mpi-account [--breakdown] [--run-id ID] [--format json] FILES...
+//! mpirun -np N mpi-account [--breakdown] [--run-id ID] [--threads N] [--format json] FILES...
 //! ```
 //!
 //! Rank `r` reads `FILES[r::N]` into a partial; the partials are reduced to
@@ -11,7 +11,9 @@
 //! `tally breakdown --format json FILES...`), byte for byte. `--run-id`
 //! names the run of imported traces (by default the ID one process derives
 //! from all the traces, for which every rank with traces opens every file).
-//! Only the JSON layout is written: the tables are the `tally` command's.
+//! Each rank reads its files on `--threads` threads (default 1, as MPI runs
+//! a rank per core; 0 for every core). Only the JSON layout is written:
+//! the tables are the `tally` command's.
 //!
 //! Exit status 0 on every rank with the report; 1 on every rank when a
 //! rank could not read its files (it prints the file and line) or the run
@@ -23,10 +25,11 @@ use std::process::ExitCode;
 
 use tally_distributed::mpi::account::{AccountRequest, run};
 
-const USAGE: &str = "usage: mpirun -np N mpi-account [--breakdown] [--run-id ID] [--format json] FILES...";
+const USAGE: &str =
+    "usage: mpirun -np N mpi-account [--breakdown] [--run-id ID] [--threads N] [--format json] FILES...";
 
 fn parse_request() -> Result<AccountRequest, String> {
-    let mut request = AccountRequest::default();
+    let mut request = AccountRequest { threads: 1, ..AccountRequest::default() };
     let mut args = std::env::args().skip(1);
     let mut files_only = false;
     while let Some(arg) = args.next() {
@@ -39,6 +42,11 @@ fn parse_request() -> Result<AccountRequest, String> {
             "--" => files_only = true,
             "--breakdown" => request.breakdown = true,
             "--run-id" => request.run_id = Some(value()?),
+            "--threads" => {
+                let text = value()?;
+                request.threads =
+                    text.parse().map_err(|_| format!("--threads {text}: not a number of threads"))?;
+            }
             "--format" => match value()?.as_str() {
                 "json" => {}
                 other => {

@@ -44,6 +44,11 @@ pub struct AccountRequest {
     /// The run ID for traces; by default the one a single process reading
     /// every file derives.
     pub run_id: Option<String>,
+    /// Threads each rank reads its files with (0: one per core). MPI runs
+    /// a rank per core, so the program's default is 1: more would contend
+    /// with the other ranks (on 2 cores, `-np 2` with every core each took
+    /// half again as long).
+    pub threads: usize,
 }
 
 /// The files rank `rank` of `ranks` reads: every `ranks`-th, from its own
@@ -93,7 +98,7 @@ pub fn rank_partial(request: &AccountRequest, rank: usize, ranks: usize) -> Resu
         // A partial keeps labels whatever this says (one partial serves
         // both reports).
         keep_labels: true,
-        threads: 0,
+        threads: request.threads,
         inline_small_inputs: true,
     };
     Partial::of_inputs(inputs, &options, &mut Unwatched).map_err(|error| error.to_string())

@@ -399,7 +399,9 @@ def breakdown_paths(
 
 # tally.partials: exact partial results as bytes, merged and accounted as one run.
 
-def make(paths: _Path | Iterable[_Path], *, run_id: str | None = None, per_kernel: bool = False) -> bytes:
+def make(
+    paths: _Path | Iterable[_Path], *, run_id: str | None = None, per_kernel: bool = False, threads: int = 0
+) -> bytes:
     """A partial of some of a run's files."""
 
 def merge(parts: Iterable[bytes]) -> bytes:

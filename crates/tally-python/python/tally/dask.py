@@ -8,7 +8,9 @@ process: each file is read into a partial on a worker
 the workers (``tally.partials.merge``), and the one merged partial is
 accounted or broken down (``tally.partials.account`` / ``breakdown``).
 Only partials travel, never the files. This module orchestrates; every
-rule is in ``tally.partials``.
+rule is in ``tally.partials``. Each task reads its file on one thread
+(``make(..., threads=1)``): Dask's workers and their threads decide how
+many run at once.
 
 ``paths`` is either a list of paths, spread over the workers by the
 scheduler (every worker must see them: a shared file system), or a mapping
@@ -185,7 +187,9 @@ def _reduced(
     for path, address in placed:
         where = {} if address is None else {"workers": [address], "allow_other_workers": False}
         level.append(
-            client.submit(partials.make, [path], run_id=run_id, per_kernel=per_kernel, pure=False, **where)
+            client.submit(
+                partials.make, [path], run_id=run_id, per_kernel=per_kernel, threads=1, pure=False, **where
+            )
         )
     while len(level) > 1:
         level = [
