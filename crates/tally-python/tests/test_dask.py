@@ -1,5 +1,5 @@
 """tally.dask on a real ``distributed.LocalCluster`` of two worker
-processes: files read into partials on the workers, merged in a tree of
+processes: files read into partials on the workers, gathered in a tree of
 tasks, give exactly ``tally.accounting.account_paths`` / ``breakdown_paths``
 of the same files in one process, with the paths as a list or as
 ``{worker_address: paths}``."""
@@ -42,7 +42,7 @@ def test_a_list_of_artifacts(client, tmp_path: Path):
     expected = accounting.account_paths(files)
     assert expected[1].device_totals
     same_accounting(tally.dask.account_paths(files, client), expected)
-    # A deeper tree: merges of two at a time, three levels.
+    # A deeper tree: gathers of two at a time, three levels.
     same_accounting(tally.dask.account_paths(files, client, fan_in=2), expected)
     breakdown = accounting.breakdown_paths(files, by_iteration=True)
     assert tally.dask.breakdown_paths(files, client, by_iteration=True, fan_in=3) == breakdown

@@ -4,9 +4,12 @@
 return exactly what ``tally.accounting.account_paths`` and
 ``tally.accounting.breakdown_paths`` return for the same files in one
 process: each file is read into a partial on a worker
-(``tally.partials.make``), the partials are merged in a tree of tasks on
-the workers (``tally.partials.merge``), and the one merged partial is
-accounted or broken down (``tally.partials.account`` / ``breakdown``).
+(``tally.partials.make``), the partials are gathered in a tree of tasks on
+the workers, and accounted or broken down together
+(``tally.partials.account`` / ``breakdown``, which read each once). The
+tree gathers rather than merges: a merged partial is no smaller than its
+parts (``tally.partials.merge`` concatenates them), and merging would
+decode and encode every event again at every level.
 Only partials travel, never the files. This module orchestrates; every
 rule is in ``tally.partials``. Each task reads its file on one thread
 (``make(..., threads=1)``): Dask's workers and their threads decide how
@@ -42,7 +45,7 @@ _Path = Union[str, "os.PathLike[str]"]
 #: A list of paths (any worker reads each), or ``{worker_address: paths}``.
 Paths = Union[_Path, Iterable[_Path], Mapping[str, Union[_Path, Iterable[_Path]]]]
 
-#: Partials merged by one merge task.
+#: Partials (or lists of them) gathered by one gather task.
 FAN_IN = 8
 
 __all__ = ["FAN_IN", "Paths", "account_paths", "breakdown_paths"]
@@ -58,14 +61,15 @@ def account_paths(
     """``tally.accounting.account_paths(paths, run_id=run_id)``, computed on
     a Dask cluster: ``(graph, accounting)``, equal to the single process's.
 
-    The merged partial comes back to the caller, which accounts it (a graph
+    The partials come back to the caller, which accounts them (a graph
     keeps what it was resolved from and is not pickled). ``run_id`` is the
     traces' run; by default the one one process reading every path derives.
-    ``fan_in`` is the number of partials each merge task merges.
+    ``fan_in`` is the number of partials (or lists of them) each gather
+    task gathers.
     """
     with _client(client) as active:
-        merged = _reduced(active, paths, run_id=run_id, per_kernel=False, fan_in=fan_in)
-        parts = [] if merged is None else [merged.result()]
+        gathered = _reduced(active, paths, run_id=run_id, per_kernel=False, fan_in=fan_in)
+        parts = [] if gathered is None else gathered.result()
     return partials.account(parts)
 
 
@@ -81,27 +85,31 @@ def breakdown_paths(
     """``tally.accounting.breakdown_paths(paths, category_patterns=...,
     by_iteration=..., run_id=...)``, computed on a Dask cluster: the object
     ``tally breakdown --format json`` prints, equal to the single
-    process's. The breakdown runs on a worker, beside the merged partial.
+    process's. The breakdown runs on a worker, beside the gathered partials.
     """
     patterns = list(category_patterns)
     with _client(client) as active:
-        merged = _reduced(active, paths, run_id=run_id, per_kernel=True, fan_in=fan_in)
-        if merged is None:
+        gathered = _reduced(active, paths, run_id=run_id, per_kernel=True, fan_in=fan_in)
+        if gathered is None:
             return partials.breakdown([], category_patterns=patterns, by_iteration=by_iteration)
         return active.submit(
-            _breakdown, merged, category_patterns=patterns, by_iteration=by_iteration, pure=False
+            _breakdown, gathered, category_patterns=patterns, by_iteration=by_iteration, pure=False
         ).result()
 
 
-def _breakdown(merged: bytes, *, category_patterns: list[str], by_iteration: bool) -> dict[str, Any]:
-    """The breakdown of one merged partial (a task's function: pickled by
+def _breakdown(parts: list[bytes], *, category_patterns: list[str], by_iteration: bool) -> dict[str, Any]:
+    """The breakdown of the gathered partials (a task's function: pickled by
     name, so a worker imports it)."""
-    return partials.breakdown([merged], category_patterns=category_patterns, by_iteration=by_iteration)
+    return partials.breakdown(parts, category_patterns=category_patterns, by_iteration=by_iteration)
 
 
-def _merge(*parts: bytes) -> bytes:
-    """A merge task: its futures are its arguments, which Dask resolves."""
-    return partials.merge(parts)
+def _gather(*parts: bytes | list[bytes]) -> list[bytes]:
+    """A gather task: the partials of its arguments (futures, which Dask
+    resolves: partials or lists of them), in order."""
+    gathered: list[bytes] = []
+    for part in parts:
+        gathered.extend(part if isinstance(part, list) else [part])
+    return gathered
 
 
 def _distributed() -> Any:
@@ -174,8 +182,8 @@ def _run_id(client: Client, paths: Paths, placed: list[tuple[str, str | None]]) 
 def _reduced(
     client: Client, paths: Paths, *, run_id: str | None, per_kernel: bool, fan_in: int
 ) -> Future | None:
-    """The future of the merged partial of every path (None for no path):
-    one partial per file, then merges of ``fan_in`` at a time."""
+    """The future of the list of every path's partial (None for no path):
+    one partial per file, then gathers of ``fan_in`` at a time."""
     if fan_in < 2:
         raise ValueError(f"fan_in must be at least 2, not {fan_in}")
     placed = _placed(client, paths)
@@ -191,11 +199,10 @@ def _reduced(
                 partials.make, [path], run_id=run_id, per_kernel=per_kernel, threads=1, pure=False, **where
             )
         )
-    while len(level) > 1:
+    while True:
         level = [
-            client.submit(_merge, *level[start : start + fan_in], pure=False)
-            if len(level[start : start + fan_in]) > 1
-            else level[start]
+            client.submit(_gather, *level[start : start + fan_in], pure=False)
             for start in range(0, len(level), fan_in)
         ]
-    return level[0]
+        if len(level) == 1:
+            return level[0]
