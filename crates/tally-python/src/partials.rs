@@ -53,6 +53,8 @@ impl Reading {
         let import = (!traces.is_empty()).then(|| {
             tally_ingest::default_import_options(&traces, self.run_id.as_deref()).map(|mut options| {
                 options.detail = if self.per_kernel { Detail::Kernel } else { Detail::Launch };
+                // Traces read at once, and the threads one trace is read on.
+                options.threads = self.threads;
                 options
             })
         });

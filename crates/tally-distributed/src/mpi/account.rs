@@ -89,6 +89,8 @@ pub fn rank_partial(request: &AccountRequest, rank: usize, ranks: usize) -> Resu
             if request.breakdown {
                 options.detail = Detail::Kernel;
             }
+            // Traces read at once, and the threads one trace is read on.
+            options.threads = request.threads;
             options
         }))
     };
