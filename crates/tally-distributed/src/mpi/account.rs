@@ -4,11 +4,13 @@
 //! Rank `r` of `n` reads `files[r]`, `files[r + n]`, ... into a
 //! [`Partial`] ([`rank_partial`]); the partials travel to rank 0 along a
 //! binomial tree of point-to-point messages ([`reduce_to_root`]), each
-//! parent merging its children's in rank order; rank 0 resolves the merged
-//! partial and writes the JSON `tally account --format json` (or `tally
-//! breakdown --format json`) writes for the same files, byte for byte
-//! ([`report_json`]): a merged partial resolves to the run one process
-//! makes of every file.
+//! parent putting its children's after its own, in rank order (gathered,
+//! not merged: a merge would decode and encode every event again and
+//! shrink nothing); rank 0 resolves them together, each read once, and
+//! writes the JSON `tally account --format json` (or `tally breakdown
+//! --format json`) writes for the same files, byte for byte
+//! ([`report_json`]): partials resolve to the run one process makes of
+//! every file.
 //!
 //! # Failures
 //!
@@ -27,7 +29,7 @@ use mpi::traits::{Communicator, Destination, Root, Source};
 use tally_gpu_time::breakdown::{BreakdownOptions, breakdown};
 use tally_gpu_time::{AccountingReport, account_gpu_time};
 use tally_ingest::{RunOptions, Unwatched, default_import_options};
-use tally_partial::{Partial, PartialError, merge};
+use tally_partial::{Partial, PartialError};
 use tally_trace::{Detail, OpenedInput};
 
 /// The rank the partials are reduced to, which prints the report.
@@ -118,12 +120,16 @@ fn whole_run_id(files: &[PathBuf]) -> Result<String, String> {
     Ok(tally_trace::default_run_id(&traces))
 }
 
-/// The report of a merged partial, as `tally account --format json` (or,
-/// with `breakdown`, `tally breakdown --format json`) writes it for the
-/// same files: serde_json's pretty layout and a final newline. The error
-/// is a rejection of the merged run, naming the original file and line.
-pub fn report_json(partial: &Partial, breakdown_report: bool) -> Result<Vec<u8>, ReportError> {
-    let run = partial.resolve(breakdown_report)?;
+/// The report of the ranks' partials (their bytes, in rank order), as
+/// `tally account --format json` (or, with `breakdown`, `tally breakdown
+/// --format json`) writes it for the same files: serde_json's pretty
+/// layout and a final newline. Each partial is read once, as it is
+/// resolved. The error is a rejection of the run, naming the original file
+/// and line, or a damaged partial (`partial N`, the Nth in rank order).
+pub fn report_json(parts: &[&[u8]], breakdown_report: bool) -> Result<Vec<u8>, ReportError> {
+    // Every rank imports its traces with the same options, so the partials
+    // agree on how (the one thing reading them together checks).
+    let (run, _) = tally_partial::resolve_bytes(parts, breakdown_report)?;
     let mut out = Vec::new();
     let written = if breakdown_report {
         serde_json::to_writer_pretty(&mut out, &breakdown(&run, &BreakdownOptions::default()))
@@ -154,8 +160,10 @@ pub enum ReportError {
 /// What reached a rank from its subtree of the reduction tree.
 #[derive(Debug)]
 pub enum Reduced {
-    /// The merged partial of every rank of the subtree, in rank order.
-    Partial(Partial),
+    /// The partial of every rank of the subtree, in rank order, as bytes:
+    /// gathered, not merged (a merged partial is no smaller than its parts,
+    /// and merging would decode and encode every event at every level).
+    Partials(Vec<Vec<u8>>),
     /// The ranks of the subtree that could not make their partial (each
     /// printed why), in rank order.
     Failed(Vec<mpi::Rank>),
@@ -163,8 +171,9 @@ pub enum Reduced {
 
 /// The largest piece of one message: MPI counts are `int`.
 const PIECE: usize = 1 << 30;
-/// A message's first byte: a partial's bytes follow.
-const PARTIAL: u8 = 0;
+/// A message's first byte: partials follow, each its length (8 bytes
+/// little-endian) and its bytes.
+const PARTIALS: u8 = 0;
 /// A message's first byte: the failed ranks follow, 4 bytes each.
 const FAILED: u8 = 1;
 
@@ -172,14 +181,14 @@ const FAILED: u8 = 1;
 /// `k` (1, 2, 4, ...) a rank that is an odd multiple of `k` sends what it
 /// holds (its own and its subtree's, ranks `[rank, rank + k)`) to
 /// `rank - k` and is done; a multiple of `2k` receives from `rank + k`, if
-/// there is one, and merges it after its own, which keeps rank order.
+/// there is one, and puts it after its own, which keeps rank order.
 /// `log2(ranks)` rounds; the root gets the whole run, every other rank
 /// `None`. Every rank must call it.
 pub fn reduce_to_root<C: Communicator>(comm: &C, own: Result<Partial, ()>) -> Option<Reduced> {
     let rank = comm.rank();
     let size = comm.size();
     let mut held = match own {
-        Ok(partial) => Reduced::Partial(partial),
+        Ok(partial) => Reduced::Partials(vec![partial.into_bytes()]),
         Err(()) => Reduced::Failed(vec![rank]),
     };
     let mut step: mpi::Rank = 1;
@@ -197,21 +206,19 @@ pub fn reduce_to_root<C: Communicator>(comm: &C, own: Result<Partial, ()>) -> Op
     Some(held)
 }
 
-/// What a parent holds after a child's subtree: the merge when both made
-/// their partials, else every failed rank.
+/// What a parent holds after a child's subtree: both lists of partials
+/// when both made them, else every failed rank.
 fn combine(held: Reduced, child: Reduced) -> Reduced {
     match (held, child) {
-        // Every rank imports its traces with the same options, so the
-        // partials agree on their trace detail, the one thing a merge
-        // refuses.
-        (Reduced::Partial(own), Reduced::Partial(theirs)) => {
-            Reduced::Partial(merge([own, theirs]).expect("ranks import traces alike"))
+        (Reduced::Partials(mut own), Reduced::Partials(theirs)) => {
+            own.extend(theirs);
+            Reduced::Partials(own)
         }
         (Reduced::Failed(mut own), Reduced::Failed(theirs)) => {
             own.extend(theirs);
             Reduced::Failed(own)
         }
-        (Reduced::Failed(failed), Reduced::Partial(_)) | (Reduced::Partial(_), Reduced::Failed(failed)) => {
+        (Reduced::Failed(failed), Reduced::Partials(_)) | (Reduced::Partials(_), Reduced::Failed(failed)) => {
             Reduced::Failed(failed)
         }
     }
@@ -220,13 +227,16 @@ fn combine(held: Reduced, child: Reduced) -> Reduced {
 /// Sends `held` to `to`: a header (kind, then the body's length as 8
 /// bytes little-endian) and the body in pieces MPI can count.
 fn send<C: Communicator>(comm: &C, to: mpi::Rank, held: &Reduced) {
-    let failed: Vec<u8>;
     let (kind, bytes) = match held {
-        Reduced::Partial(partial) => (PARTIAL, partial.as_bytes()),
-        Reduced::Failed(ranks) => {
-            failed = ranks.iter().flat_map(|rank| rank.to_le_bytes()).collect();
-            (FAILED, &failed[..])
+        Reduced::Partials(parts) => {
+            let mut body = Vec::with_capacity(parts.iter().map(|part| part.len() + 8).sum());
+            for part in parts {
+                body.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                body.extend_from_slice(part);
+            }
+            (PARTIALS, body)
         }
+        Reduced::Failed(ranks) => (FAILED, ranks.iter().flat_map(|rank| rank.to_le_bytes()).collect()),
     };
     let mut header = [0u8; 9];
     header[0] = kind;
@@ -256,14 +266,29 @@ fn receive<C: Communicator>(comm: &C, from: mpi::Rank) -> Reduced {
             bytes.chunks_exact(4).map(|rank| mpi::Rank::from_le_bytes([rank[0], rank[1], rank[2], rank[3]]));
         return Reduced::Failed(ranks.collect());
     }
-    let name = format!("the partial of rank {from}'s subtree");
-    match Partial::from_bytes(&bytes, &name) {
-        Ok(partial) => Reduced::Partial(partial),
-        Err(error) => {
-            eprintln!("mpi-account: rank {}: {error}", comm.rank());
-            Reduced::Failed(vec![from])
+    // Each partial is checked as the root reads it; here only the framing.
+    let mut parts = Vec::new();
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let Some((length, after)) = rest.split_first_chunk::<8>() else {
+            eprintln!(
+                "mpi-account: rank {}: the partials of rank {from}'s subtree are cut short",
+                comm.rank()
+            );
+            return Reduced::Failed(vec![from]);
+        };
+        let length = usize::try_from(u64::from_le_bytes(*length)).unwrap_or(usize::MAX);
+        if length > after.len() {
+            eprintln!(
+                "mpi-account: rank {}: the partials of rank {from}'s subtree are cut short",
+                comm.rank()
+            );
+            return Reduced::Failed(vec![from]);
         }
+        parts.push(after[..length].to_vec());
+        rest = &after[length..];
     }
+    Reduced::Partials(parts)
 }
 
 /// The whole program on one rank: its partial, the reduction, and at the
@@ -286,7 +311,7 @@ pub fn run<C: Communicator>(comm: &C, request: &AccountRequest) -> bool {
             eprintln!("mpi-account: no report: rank(s) {} could not read their files", failed.join(", "));
             false
         }
-        Some(Reduced::Partial(partial)) => print_report(&partial, request.breakdown),
+        Some(Reduced::Partials(parts)) => print_report(&parts, request.breakdown),
     });
     comm.process_at_rank(ROOT).broadcast_into(&mut succeeded);
     succeeded == 1
@@ -294,8 +319,9 @@ pub fn run<C: Communicator>(comm: &C, request: &AccountRequest) -> bool {
 
 /// Writes the merged run's report to standard output, or why it was
 /// rejected to standard error; whether it was written.
-fn print_report(partial: &Partial, breakdown_report: bool) -> bool {
-    let report = match report_json(partial, breakdown_report) {
+fn print_report(parts: &[Vec<u8>], breakdown_report: bool) -> bool {
+    let parts: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
+    let report = match report_json(&parts, breakdown_report) {
         Ok(report) => report,
         Err(error) => {
             eprintln!("mpi-account: {error}");
