@@ -71,7 +71,7 @@ fn run() -> anyhow::Result<()> {
         let path = scratch.join(format!("slice-{index}.jsonl"));
         std::fs::write(&path, lines.join("\n") + "\n")?;
         let partial = Partial::of_paths(std::slice::from_ref(&path))?;
-        encoded.push(partial.to_bytes()?);
+        encoded.push(partial.into_bytes());
         std::fs::remove_file(&path)?;
     }
     std::fs::remove_dir(&scratch)?;

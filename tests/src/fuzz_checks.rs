@@ -228,7 +228,7 @@ fn partial_seeds(root: &Path) -> Vec<(String, Vec<u8>)> {
     ];
     let mut seeds = Vec::new();
     for (name, path) in sources {
-        let made = tally_partial::Partial::of_paths(&[path]).ok().and_then(|partial| partial.to_bytes().ok());
+        let made = tally_partial::Partial::of_paths(&[path]).ok().map(tally_partial::Partial::into_bytes);
         if let Some(bytes) = made {
             seeds.push((format!("{name}.part"), bytes));
         }

@@ -185,7 +185,7 @@ fn travel(partial: Partial, dice: &mut Dice) -> Partial {
     if dice.below(3) > 0 {
         return partial;
     }
-    let bytes = partial.to_bytes().expect("a partial encodes");
+    let bytes = partial.into_bytes();
     Partial::from_bytes(&bytes, "travelled").expect("a partial's bytes decode")
 }
 

@@ -52,7 +52,7 @@ fn main() {
     for path in &paths {
         let size = uncompressed(path);
         let partial = Partial::of_paths(std::slice::from_ref(path)).expect("the partial is made");
-        let bytes = partial.to_bytes().expect("encodes");
+        let bytes = partial.as_bytes().to_vec();
         if let Some(directory) = std::env::var_os("PARTIAL_OUT") {
             let name = path.file_name().map_or_else(Default::default, |name| name.to_os_string());
             std::fs::write(PathBuf::from(directory).join(name).with_extension("part"), &bytes)

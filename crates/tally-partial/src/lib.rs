@@ -21,7 +21,7 @@
 //! let here = Partial::of_paths(&[rank0])?;
 //! let there = Partial::of_paths(&[rank1])?;
 //! // Partials travel as bytes.
-//! let there = Partial::from_bytes(&there.to_bytes()?, "rank1.part")?;
+//! let there = Partial::from_bytes(there.as_bytes(), "rank1.part")?;
 //! // Anywhere: merged, then resolved and accounted as one run.
 //! let run = merge(vec![here, there])?.resolve(false)?;
 //! assert_eq!(run.counts().iterations, 2);
@@ -202,13 +202,6 @@ impl Partial {
         }
     }
 
-    /// Reads a partial from a file into memory, bounded by `limits`.
-    pub fn read(path: &Path, limits: &ReadLimits) -> Result<Partial, PartialError> {
-        let bytes =
-            std::fs::read(path).map_err(|error| PartialError::Io { path: path.to_path_buf(), error })?;
-        Self::from_bytes_limited(&bytes, &path.display().to_string(), limits)
-    }
-
     /// The partial's bytes.
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes
@@ -217,11 +210,6 @@ impl Partial {
     /// The partial's bytes, owned.
     pub fn into_bytes(self) -> Vec<u8> {
         self.bytes
-    }
-
-    /// The partial's bytes, copied (for callers that keep the partial).
-    pub fn to_bytes(&self) -> Result<Vec<u8>, PartialError> {
-        Ok(self.bytes.clone())
     }
 
     /// Writes the partial to `path` whole or not at all.
@@ -252,15 +240,7 @@ impl Partial {
     /// file and line. `keep_labels` as [`RunOptions::keep_labels`] (the
     /// breakdown needs them).
     pub fn resolve(&self, keep_labels: bool) -> Result<StreamedRun, PartialError> {
-        let mut resolver = resolver(keep_labels, self.events as usize);
-        let mut mixed = Mixed::default();
-        // Decoded on another thread while the resolver takes the chunks
-        // decoded before.
-        std::thread::scope(|scope| {
-            let items = decode_ahead(scope, Ok(&self.bytes[..]), "partial".into(), ReadLimits::default());
-            consume(&mut items.into_iter(), "partial", &mut resolver, &mut mixed)
-        })?;
-        resolver.finish().map_err(|error| PartialError::Run(mixed.sources.locate(error)))
+        resolve_bytes(&[&self.bytes], keep_labels).map(|(run, _)| run)
     }
 }
 
@@ -284,20 +264,8 @@ fn resolver(keep_labels: bool, events: usize) -> StreamingResolver {
 /// the order and grouping of the merges (a partial of partials is a
 /// partial). Partials whose traces were imported differently are refused.
 pub fn merge(parts: impl IntoIterator<Item = Partial>) -> Result<Partial, PartialError> {
-    written(|writer| {
-        let mut mixed = Mixed::default();
-        for (number, part) in parts.into_iter().enumerate() {
-            mixed.traces(part.traces, &format!("partial {number}"))?;
-            read_partial(
-                &part.bytes[..],
-                &format!("partial {number}"),
-                &ReadLimits::default(),
-                writer,
-                &mut mixed,
-            )?;
-        }
-        Ok(mixed)
-    })
+    let parts: Vec<Partial> = parts.into_iter().collect();
+    merge_bytes(&parts.iter().map(Partial::as_bytes).collect::<Vec<_>>())
 }
 
 /// Merges partials given as bytes (each read once, checked as it is read;
@@ -322,7 +290,7 @@ pub fn resolve_bytes(
     parts: &[&[u8]],
     keep_labels: bool,
 ) -> Result<(StreamedRun, Option<Detail>), PartialError> {
-    let events: usize = parts.iter().map(|bytes| bytes.len() / 8).fold(0, usize::saturating_add);
+    let events = parts.iter().map(|bytes| events_in(bytes.len() as u64)).fold(0, usize::saturating_add);
     let mut resolver = resolver(keep_labels, events);
     let mut mixed = Mixed::default();
     std::thread::scope(|scope| {
@@ -550,8 +518,14 @@ pub fn traces_of(inputs: &[RunInput]) -> Vec<&OpenedInput> {
         .collect()
 }
 
-/// About how many events a run's inputs hold, from their sizes (a partial
-/// takes about 10 bytes an event of a trace, 30 of an artifact): for sizing
+/// About how many events a partial of `bytes` bytes holds: a partial takes
+/// about 10 bytes an event of a trace, 30 of an artifact, so this guesses
+/// high (a high guess costs empty table slots, a low one rehashes).
+fn events_in(bytes: u64) -> usize {
+    usize::try_from(bytes / 8).unwrap_or(usize::MAX)
+}
+
+/// About how many events a run's inputs hold, from their sizes: for sizing
 /// a resolver's tables once (`StreamingResolver::with_capacity`).
 pub fn expected_events(inputs: &[RunInput]) -> usize {
     let mut opened: Vec<&OpenedInput> = Vec::new();
@@ -559,8 +533,8 @@ pub fn expected_events(inputs: &[RunInput]) -> usize {
     for input in inputs {
         match input {
             RunInput::Partial(path) => {
-                let bytes = std::fs::metadata(path).map_or(0, |metadata| metadata.len());
-                events = events.saturating_add(usize::try_from(bytes / 8).unwrap_or(usize::MAX));
+                events = events
+                    .saturating_add(events_in(std::fs::metadata(path).map_or(0, |metadata| metadata.len())));
             }
             RunInput::Opened(input) => opened.push(input),
         }
@@ -707,18 +681,6 @@ fn write_atomically(
     Ok(())
 }
 
-/// Reads a run's inputs, partials among them, into one partial in memory
-/// ([`read_mixed`]).
-pub fn gather(
-    inputs: Vec<RunInput>,
-    options: &RunOptions<'_>,
-    limits: &ReadLimits,
-    watcher: &mut dyn Watcher,
-) -> Result<Partial, PartialError> {
-    let labelled = RunOptions { keep_labels: true, ..*options };
-    written(|writer| read_mixed(inputs, &labelled, limits, watcher, writer))
-}
-
 /// Whether the file at `path` is a partial, from its first bytes. Only a
 /// regular file is looked at: standard input (`-`), a pipe or a device is
 /// never a partial, and is left unread for the reading that follows.
@@ -730,14 +692,4 @@ pub fn sniff_path(path: &Path) -> Result<bool, PartialError> {
     let mut head = Vec::with_capacity(MAGIC.len());
     File::open(path).map_err(io)?.take(MAGIC.len() as u64).read_to_end(&mut head).map_err(io)?;
     Ok(is_partial(&head))
-}
-
-/// Whether any of the paths is a partial ([`sniff_path`]).
-pub fn any_partial(paths: &[PathBuf]) -> Result<bool, PartialError> {
-    for path in paths {
-        if sniff_path(path)? {
-            return Ok(true);
-        }
-    }
-    Ok(false)
 }

@@ -179,7 +179,7 @@ impl<W: Write> PartialWriter<W> {
         batch: &PreparedBatch,
         record: impl FnMut(usize) -> usize,
     ) -> std::io::Result<()> {
-        self.chunk.append(batch, |_| true, record);
+        self.chunk.append(batch, record);
         self.events += batch.len() as u64;
         if self.chunk.len() >= CHUNK_EVENTS || self.chunk.capacity_bytes() >= CHUNK_BYTES {
             self.flush_chunk()?;

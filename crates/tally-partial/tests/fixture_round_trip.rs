@@ -78,7 +78,7 @@ impl PreparedSink for Both {
         // Copied as a partial copies them: with the contexts of the events
         // kept, and no other.
         let mut kept = PreparedBatch::default();
-        kept.append(batch, |_| true, |record| record);
+        kept.append(batch, |record| record);
         self.batches.push(kept);
         pushed
     }

@@ -68,7 +68,7 @@ fn split_artifact_merges_to_the_single_process_answer() {
         .iter()
         .map(|path| {
             let made = partial(std::slice::from_ref(path), "unused");
-            Partial::from_bytes(&made.to_bytes().expect("encodes"), "part").expect("decodes")
+            Partial::from_bytes(made.as_bytes(), "part").expect("decodes")
         })
         .collect();
     let forward = merge(parts.clone()).expect("merged");
@@ -91,14 +91,14 @@ fn traces_split_between_partials_account_as_one_import() {
     let merged = merge(parts).expect("merged");
     assert_eq!(report(&merged.resolve(false).expect("resolves")), expected);
     let size: u64 = paths.iter().map(|path| std::fs::metadata(path).expect("exists").len()).sum();
-    eprintln!("partial {} bytes for {size} bytes of gzip traces", merged.to_bytes().expect("encodes").len());
+    eprintln!("partial {} bytes for {size} bytes of gzip traces", merged.as_bytes().len());
 }
 
 /// Cut or altered bytes are refused with the byte offset and the rule.
 #[test]
 fn damaged_partials_are_refused() {
     let made = partial(&[root().join("examples/serving-run.jsonl")], "unused");
-    let bytes = made.to_bytes().expect("encodes");
+    let bytes = made.as_bytes().to_vec();
     let refused = |bytes: &[u8]| match Partial::from_bytes_limited(bytes, "p", &ReadLimits::default()) {
         Err(PartialError::Format { offset, rule, .. }) => format!("byte {offset}: {rule}"),
         other => panic!("accepted or another error: {other:?}"),

@@ -237,22 +237,13 @@ impl PreparedBatch {
         self.events.iter().map(PreparedEvent::identity)
     }
 
-    /// Copies the events of `other` that `keep` takes onto the end of this
-    /// batch, in their order, each at the position `record` gives for its
-    /// position in `other`; their strings, contexts and intervals are
-    /// copied with them. A batch that keeps labels takes none from a batch
-    /// without.
-    pub fn append(
-        &mut self,
-        other: &PreparedBatch,
-        mut keep: impl FnMut(EventIdentity) -> bool,
-        mut record: impl FnMut(usize) -> usize,
-    ) {
+    /// Copies the events of `other` onto the end of this batch, in their
+    /// order, each at the position `record` gives for its position in
+    /// `other`; their strings, contexts and intervals are copied with them.
+    /// A batch that keeps labels takes none from a batch without.
+    pub fn append(&mut self, other: &PreparedBatch, mut record: impl FnMut(usize) -> usize) {
         let mut contexts: Vec<Option<u32>> = vec![None; other.contexts.len()];
         for event in &other.events {
-            if !keep(event.identity()) {
-                continue;
-            }
             let context = match contexts[event.context as usize] {
                 Some(context) => context,
                 None => {
@@ -422,12 +413,6 @@ impl PreparedBatch {
         for event in &mut self.events {
             event.fingerprint = fingerprint(event.identity());
         }
-    }
-
-    /// Keeps only the events that `keep` takes (their strings stay in the
-    /// batch's text until it is cleared).
-    pub fn retain(&mut self, mut keep: impl FnMut(EventIdentity) -> bool) {
-        self.events.retain(|event| keep(event.identity()));
     }
 
     /// Moves every event's position `by` further down the stream: for a
