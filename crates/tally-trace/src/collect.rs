@@ -22,12 +22,16 @@ pub(crate) enum GpuKind {
     Kernel,
     Memcpy,
     Memset,
+    /// A CUDA graph's launch recorded as a whole (Nsight's per-graph
+    /// tracing): GPU work that is neither a copy nor a memset, so a
+    /// `gpu_kernel`, marked in its metadata as spanning a whole graph.
+    Graph,
 }
 
 impl GpuKind {
     pub(crate) fn activity_kind(self) -> &'static str {
         match self {
-            GpuKind::Kernel => "gpu_kernel",
+            GpuKind::Kernel | GpuKind::Graph => "gpu_kernel",
             GpuKind::Memcpy => "gpu_memcpy",
             GpuKind::Memset => "gpu_memset",
         }

@@ -8,7 +8,29 @@
 //! when they have rows and its columns change between versions, so the
 //! schema is read first: a missing table or column is reported in the
 //! summary (`missing_tables`, `missing_columns`) instead of failing the
-//! query, and only `start` and `end` are required.
+//! query, and only `start` and `end` are required. The export's schema
+//! version is in the summary (`schema_version`); one newer than any tested
+//! is read all the same, with a warning naming what the reader does not
+//! know ([`schema`]).
+//!
+//! # CUDA graphs
+//!
+//! nsys records a CUDA graph's launch one of two ways
+//! (`--cuda-graph-trace`). Traced per node, each kernel, copy and memset
+//! of the graph is a row of its table with the graph's `graphId` and its
+//! `graphNodeId`, and the `correlationId` of the `cudaGraphLaunch` call that
+//! launched the graph: they are imported like any GPU row, linked to that
+//! call and carrying the graph's ID. Traced per graph (the default since
+//! nsys 2024), the nodes are not recorded: each launch is one row of
+//! `CUPTI_ACTIVITY_KIND_GRAPH_TRACE`, from the graph's first node's start to
+//! its last node's end on its stream. Each such row becomes one GPU activity
+//! of kind `gpu_kernel` (the event model's kind for GPU work that is not a
+//! copy, a memset or communication), named `CUDA graph <graphId>`, with the
+//! graph's ID, linked to its launch call by correlation ID like a kernel,
+//! and with `cuda_graph_trace: "graph"` in its metadata saying it spans a
+//! whole graph rather than one kernel: the device's busy time counts the
+//! graph's span, which holds every node's execution (and any gap between
+//! nodes, which per-graph tracing cannot tell apart).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
@@ -22,6 +44,8 @@ use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKi
 use crate::error::TraceErrorKind;
 use crate::ranges::SpanMatcher;
 
+mod schema;
+
 const GPU_TABLES: [(&str, GpuKind); 3] = [
     ("CUPTI_ACTIVITY_KIND_KERNEL", GpuKind::Kernel),
     ("CUPTI_ACTIVITY_KIND_MEMCPY", GpuKind::Memcpy),
@@ -31,7 +55,7 @@ const RUNTIME_TABLE: &str = "CUPTI_ACTIVITY_KIND_RUNTIME";
 const GRAPH_TABLE: &str = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE";
 const NVTX_TABLE: &str = "NVTX_EVENTS";
 /// The exporter always writes one of these next to `StringIds`.
-const EXPORT_MARKERS: [&str; 2] = ["META_DATA_EXPORT", "TARGET_INFO_SESSION_START_TIME"];
+const EXPORT_MARKERS: [&str; 3] = ["META_DATA_EXPORT", "EXPORT_META_DATA", "TARGET_INFO_SESSION_START_TIME"];
 /// NvtxPushPopRange and NvtxStartEndRange, in any domain.
 const NVTX_RANGE_TYPES: [i64; 2] = [59, 60];
 
@@ -243,6 +267,27 @@ pub(crate) fn read_nsys(
         resolution_ns: 1,
         ..TraceInfo::default()
     };
+    let version = schema::META_TABLES
+        .iter()
+        .map(|table| meta(&db, &schema, table, "EXPORT_SCHEMA_VERSION"))
+        .find_map(|found| found.transpose())
+        .transpose()?;
+    if let Some(version) = &version
+        && let Some(warning) = schema::newer_schema_warning(&db, &schema.tables, version)?
+    {
+        collected.notes.push(warning);
+    }
+    info.extra.insert("schema_version".into(), Value::from(version));
+    info.extra.insert(
+        "nsys_version".into(),
+        Value::from(
+            schema::META_TABLES
+                .iter()
+                .map(|table| meta(&db, &schema, table, "EXPORT_PRODUCT_VERSION"))
+                .find_map(|found| found.transpose())
+                .transpose()?,
+        ),
+    );
     let devices = Devices::read(&db, &mut schema, &mut collected.notes)?;
     for (table, kind) in GPU_TABLES {
         if schema.has(table) {
@@ -253,12 +298,15 @@ pub(crate) fn read_nsys(
         read_runtime(&db, &mut schema, &strings, collected)?;
     }
     if schema.has(GRAPH_TABLE) {
-        let rows: i64 = db.query_row(&format!("select count(*) from {GRAPH_TABLE}"), [], |row| row.get(0))?;
+        let before = collected.gpu.len();
+        read_gpu(&db, &mut schema, GRAPH_TABLE, GpuKind::Graph, &strings, &devices, collected)?;
+        let rows = collected.gpu.len() - before;
         if rows > 0 {
-            collected.not_imported.insert("graph_trace_rows".into(), rows.unsigned_abs());
+            info.extra.insert("graph_launches_traced_per_graph".into(), Value::from(rows));
             collected.notes.push(format!(
-                "{rows} CUDA graph launches were recorded per graph, not per kernel, and are not imported; \
-                 record with nsys profile's CUDA graph tracing set to node"
+                "{rows} CUDA graph launches were recorded per graph, not per node: each is one gpu_kernel \
+                 activity spanning the graph's execution (metadata cuda_graph_trace: graph); record with \
+                 nsys profile's CUDA graph tracing set to node for the graph's kernels"
             ));
         }
     }
@@ -413,7 +461,11 @@ fn read_gpu(
             Some(pid) => collected.threads.number(pid),
             None => NONE_U64,
         };
-        let name = collected.names.intern(name_text.unwrap_or(kind.activity_kind()));
+        let name = match (kind, name_text) {
+            (GpuKind::Graph, _) => collected.names.intern(&format!("CUDA graph {graph_id}")),
+            (_, Some(text)) => collected.names.intern(text),
+            (_, None) => collected.names.intern(kind.activity_kind()),
+        };
         let device_uuid = uuid.map_or(NONE_U32, |uuid| collected.strings.intern(&uuid));
         collected.events_read += 1;
         collected.gpu.push(GpuEvent {

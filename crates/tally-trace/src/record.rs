@@ -100,6 +100,10 @@ pub enum ActivityMetadata<'a> {
         launch_api: Option<&'a str>,
         /// `unresolved_reason`: why it is not linked to an iteration.
         unresolved_reason: Option<&'static str>,
+        /// `cuda_graph_trace: "graph"`: the record is a CUDA graph's launch
+        /// traced as a whole (Nsight's per-graph tracing), spanning the
+        /// graph's execution, its kernels unrecorded.
+        whole_graph: bool,
     },
     /// One runtime or driver API call.
     Runtime {
@@ -124,7 +128,11 @@ impl ActivityMetadata<'_> {
                 device_index,
                 launch_api,
                 unresolved_reason,
+                whole_graph,
             } => {
+                if whole_graph {
+                    member("cuda_graph_trace", Member::Text("graph"));
+                }
                 member(
                     "device_index",
                     device_index.map_or(Member::Null, |index| Member::Integer(u64::from(index))),

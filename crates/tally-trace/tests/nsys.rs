@@ -98,6 +98,10 @@ fn nvtx_ranges_are_iterations_and_correlation_ids_stay_in_their_process() {
         .collect();
     assert_eq!(graph.len(), 1);
     assert_eq!(graph[0].metadata().get("intervals").unwrap(), &json!([[0, 500], [600, 400]]));
+    // Traced per node, the graph's kernels link to the graph's launch.
+    assert_eq!(graph[0].metadata().get("launch_api"), Some(&json!("cudaGraphLaunch")));
+    assert!(matches!(graph[0].body(), EventBody::ActivityRef(a) if a.cuda_correlation_id == Some(6)));
+    assert_eq!(graph[0].metadata().get("cuda_graph_trace"), None, "per-node rows are the kernels themselves");
     assert_eq!(summary.traces[0]["graph_gpu_events"], 2);
     let driver = events.iter().any(|event| {
         matches!(event.body(), EventBody::ActivityRef(a) if a.activity_kind.as_str() == "cuda_driver")
@@ -112,7 +116,11 @@ fn an_older_export_says_what_it_lacks() {
     let trace = &summary.traces[0];
     assert_eq!(trace["missing_tables"], expected["missing_tables"]);
     assert_eq!(trace["missing_columns"]["CUPTI_ACTIVITY_KIND_KERNEL"], expected["missing_kernel_columns"]);
-    assert_eq!(trace["not_imported"]["graph_trace_rows"], expected["graph_trace_rows"]);
+    // Graph launches traced per graph are imported, one activity each.
+    assert!(trace["not_imported"].as_object().unwrap().is_empty(), "{}", trace["not_imported"]);
+    assert_eq!(trace["graph_launches_traced_per_graph"], expected["graph_trace_rows"]);
+    assert_eq!(trace["gpu_events"], expected["gpu_events"]);
+    assert_eq!(trace["schema_version"], "3.11.0");
     assert!(
         trace["notes"]
             .as_array()
@@ -120,6 +128,16 @@ fn an_older_export_says_what_it_lacks() {
             .iter()
             .any(|note| note.as_str().unwrap().contains("CUDA graph tracing set to node"))
     );
+    let graphs: Vec<_> = events
+        .iter()
+        .filter(|event| event.metadata().get("cuda_graph_trace") == Some(&json!("graph")))
+        .collect();
+    assert_eq!(graphs.len() as u64, expected["graph_trace_rows"].as_u64().unwrap());
+    for graph in graphs {
+        assert!(matches!(graph.body(), EventBody::ActivityRef(a) if a.graph_id == Some(5)
+            && a.activity_kind.as_str() == "gpu_kernel"));
+        assert_eq!(graph.metadata().get("unresolved_reason"), Some(&json!("no_launch_record")));
+    }
     let figures = device_figures(&events);
     assert_eq!(figures.len(), 1);
     let ((uuid, _), (busy, _)) = figures.into_iter().next().unwrap();
@@ -130,7 +148,7 @@ fn an_older_export_says_what_it_lacks() {
         .iter()
         .filter_map(|event| event.metadata().get("first_name").and_then(Value::as_str))
         .collect();
-    assert_eq!(names, vec!["k1", "k2", "k3"]);
+    assert_eq!(names, vec!["k1", "k2", "k3", "CUDA graph 5", "CUDA graph 5", "CUDA graph 5"]);
 }
 
 #[test]

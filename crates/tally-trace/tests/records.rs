@@ -76,7 +76,7 @@ fn metadata() -> impl Strategy<Value = (u8, Vec<String>, Vec<u64>, Vec<bool>)> {
         0u8..4,
         proptest::collection::vec(text(), 3),
         proptest::collection::vec(any::<u64>(), 3),
-        proptest::collection::vec(any::<bool>(), 3),
+        proptest::collection::vec(any::<bool>(), 4),
     )
 }
 
@@ -113,6 +113,7 @@ proptest! {
                 device_index: flags[2].then_some(numbers[1] as u32),
                 launch_api: flags[1].then_some(texts[1].as_str()),
                 unresolved_reason: reason,
+                whole_graph: flags[3],
             },
             1 => ActivityMetadata::Runtime { name: &texts[0], tid: ThreadId::Number(numbers[0]), unresolved_reason: reason },
             2 => ActivityMetadata::Runtime { name: &texts[0], tid: ThreadId::Text(&texts[1]), unresolved_reason: reason },

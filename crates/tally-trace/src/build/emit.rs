@@ -17,7 +17,7 @@ use tally_utils::interval::merge_intervals;
 use super::link::{AMBIGUOUS_LAUNCH, LaunchIndex, Link, NO_LAUNCH, Unlinked, unlinked};
 use super::summary::{DeviceTally, Tally, UuidSource};
 use super::{FileIdentity, Shared};
-use crate::collect::{GpuEvent, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
+use crate::collect::{GpuEvent, GpuKind, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
 use crate::error::TraceErrorKind;
 use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 
@@ -417,6 +417,9 @@ impl<'a> Emitter<'a> {
             device_index: (first.device != NONE_U32).then_some(first.device),
             launch_api: launch_name.map(|name| collected.name(name)),
             unresolved_reason: unlinked(link).map(Unlinked::gpu_reason),
+            // Nsight traced the launch per graph: the span is the whole
+            // graph's, its kernels unrecorded.
+            whole_graph: first.kind == GpuKind::Graph,
         };
         // One event (the common case) has one stream and one graph; a group
         // names them only when all its events share them.
