@@ -7,16 +7,23 @@
 //!
 //! 1. A format given by the caller (`--input-format artifact|trace`) wins.
 //! 2. Else the name decides where it is unambiguous: `.jsonl` and
-//!    `.jsonl.gz` are artifacts; `.json`, `.json.gz` and `.sqlite` are
-//!    traces (any case).
+//!    `.jsonl.gz` are artifacts; `.json`, `.json.gz`, `.sqlite`,
+//!    `.xplane.pb` and `.xplane.pb.gz` are traces (any case).
 //! 3. Else the content decides: an SQLite database is an Nsight Systems
 //!    export; JSON (plain or gzip) is a Chrome trace when it is an object
 //!    with a `traceEvents` key (among the keys of its first
 //!    [`SNIFF_LIMIT`] bytes, before any `event_type` or `schema_version`,
 //!    which mark an artifact record) or an array whose first element is an
-//!    object with a `ph` key. Everything else is an artifact, and the
+//!    object with a `ph` key; a protobuf (plain or gzip) is an XPlane
+//!    profile when it opens as an `XSpace` does ([`looks_like_xspace`]).
+//!    Everything else is an artifact, and the
 //!    artifact reader judges it (so a JSON array, or 100,000 nested arrays,
 //!    is rejected as "record must be an object", not read as an empty trace).
+//!
+//! A trace (by name, or forced) that is not SQLite is an XPlane profile
+//! when its name says so, a Kineto trace when its name says JSON, and
+//! otherwise whichever its content looks like (Kineto when neither, so a
+//! damaged trace gets the JSON reader's error).
 //!
 //! An Nsight export must be a regular file (SQLite reads by seeking); one
 //! arriving through a pipe is rejected with that reason.
@@ -45,6 +52,12 @@ pub enum TraceFormat {
     },
     /// An Nsight Systems SQLite export.
     NsysSqlite,
+    /// An XPlane profile (`*.xplane.pb`), the `XSpace` protobuf of the
+    /// XLA/TSL profiler (JAX, TensorFlow, PyTorch/XLA).
+    XPlane {
+        /// gzip-compressed.
+        gzip: bool,
+    },
 }
 
 impl TraceFormat {
@@ -53,6 +66,7 @@ impl TraceFormat {
         match self {
             TraceFormat::KinetoJson { .. } => "kineto",
             TraceFormat::NsysSqlite => "nsys",
+            TraceFormat::XPlane { .. } => "xplane",
         }
     }
 }
@@ -63,7 +77,7 @@ tally_core::string_enum!(
     InputKind, "input_format", "input format must be artifact or trace", {
         /// A JSONL correlation artifact (plain or gzip).
         Artifact = "artifact",
-        /// A profiler trace (Kineto JSON, plain or gzip, or Nsight SQLite).
+        /// A profiler trace (Kineto JSON or XPlane, plain or gzip, or Nsight SQLite).
         Trace = "trace",
     }
 );
@@ -167,27 +181,19 @@ pub fn open_reader(
         None => {
             // Read the prefix through a recorder, so the stream can be
             // replayed whole however far detection looked.
-            let mut recorder = Recorder { inner: replay(source, magic), recorded: Vec::new() };
-            let chrome = if gzip {
-                let mut decoder = MultiGzDecoder::new(&mut recorder);
-                // A gzip stream that cannot be read is no trace; the
-                // artifact reader reports what is wrong with it.
-                looks_like_chrome_trace((&mut decoder).take(SNIFF_LIMIT)).unwrap_or(false)
+            let (chrome, source) =
+                sniff(replay(source, magic), gzip, |head| looks_like_chrome_trace(head)).map_err(io)?;
+            let (xspace, source) = if chrome {
+                (false, source)
             } else {
-                looks_like_chrome_trace((&mut recorder).take(SNIFF_LIMIT)).map_err(io)?
+                sniff(source, gzip, |head| Ok(looks_like_xspace(head))).map_err(io)?
             };
-            let Recorder { inner, recorded } = recorder;
-            let format = if chrome {
-                InputFormat::Trace(TraceFormat::KinetoJson { gzip })
-            } else {
-                InputFormat::Artifact
+            let format = match (chrome, xspace) {
+                (true, _) => InputFormat::Trace(TraceFormat::KinetoJson { gzip }),
+                (false, true) => InputFormat::Trace(TraceFormat::XPlane { gzip }),
+                (false, false) => InputFormat::Artifact,
             };
-            return Ok(OpenedInput {
-                path: path.to_path_buf(),
-                format,
-                compression,
-                reader: replay(inner, recorded),
-            });
+            return Ok(OpenedInput { path: path.to_path_buf(), format, compression, reader: source });
         }
     };
     let format = match kind {
@@ -206,11 +212,122 @@ pub fn open_reader(
             }
             InputFormat::Trace(TraceFormat::NsysSqlite)
         }
-        // Anything else a trace is read as Chrome-trace JSON, so that a
-        // damaged trace gets the JSON reader's error.
-        InputKind::Trace => InputFormat::Trace(TraceFormat::KinetoJson { gzip }),
+        InputKind::Trace if name_ends(path, &[".xplane.pb", ".xplane.pb.gz"]) => {
+            InputFormat::Trace(TraceFormat::XPlane { gzip })
+        }
+        InputKind::Trace if name_ends(path, &[".json", ".json.gz"]) => {
+            InputFormat::Trace(TraceFormat::KinetoJson { gzip })
+        }
+        // Anything else a trace is read as an XPlane profile if it opens as
+        // one, else as Chrome-trace JSON, so that a damaged trace gets the
+        // JSON reader's error.
+        InputKind::Trace => {
+            let (xspace, source) =
+                sniff(replay(source, magic), gzip, |head| Ok(looks_like_xspace(head))).map_err(io)?;
+            let format = if xspace { TraceFormat::XPlane { gzip } } else { TraceFormat::KinetoJson { gzip } };
+            return Ok(OpenedInput {
+                path: path.to_path_buf(),
+                format: InputFormat::Trace(format),
+                compression,
+                reader: source,
+            });
+        }
     };
     Ok(OpenedInput { path: path.to_path_buf(), format, compression, reader: replay(source, magic) })
+}
+
+/// Runs `test` on the (decompressed) head of `source`, at most
+/// [`SNIFF_LIMIT`] bytes, and returns its answer with the stream whole
+/// again. A gzip stream that cannot be read is no trace (`false`): the
+/// artifact reader reports what is wrong with it.
+fn sniff(
+    source: Box<dyn Read + Send>,
+    gzip: bool,
+    test: impl FnOnce(&mut dyn Read) -> io::Result<bool>,
+) -> io::Result<(bool, Box<dyn Read + Send>)> {
+    let mut recorder = Recorder { inner: source, recorded: Vec::new() };
+    let answer = if gzip {
+        let mut decoder = MultiGzDecoder::new(&mut recorder);
+        test(&mut (&mut decoder).take(SNIFF_LIMIT)).unwrap_or(false)
+    } else {
+        test(&mut (&mut recorder).take(SNIFF_LIMIT))?
+    };
+    let Recorder { inner, recorded } = recorder;
+    Ok((answer, Box::new(Cursor::new(recorded).chain(inner))))
+}
+
+/// Whether the file name ends with one of `endings` (any case).
+fn name_ends(path: &Path, endings: &[&str]) -> bool {
+    let Some(name) = path.file_name() else { return false };
+    let name = name.to_string_lossy().to_ascii_lowercase();
+    endings.iter().any(|ending| name.ends_with(ending))
+}
+
+/// How much of a protobuf's head [`looks_like_xspace`] reads.
+const XSPACE_HEAD: u64 = 64 << 10;
+
+/// Step 3 of the rule for a protobuf, conservatively: an `XSpace` opens
+/// with its first plane (field 1, key `0x0a`, a length), and that plane
+/// with its ID (key `0x08`, a varint) or its name (key `0x12`, a length
+/// within the plane, then that many bytes of UTF-8). After an ID the next
+/// key must be one of the plane's fields 2 to 6, length-delimited and
+/// within the plane. No JSON text passes: `0x08` and `0x12` are control
+/// characters JSON does not allow where the key would be.
+pub(crate) fn looks_like_xspace(source: &mut dyn Read) -> bool {
+    let mut head = Vec::new();
+    if source.take(XSPACE_HEAD).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    let whole = (head.len() as u64) < XSPACE_HEAD;
+    let varint = |at: &mut usize| -> Option<u64> {
+        let mut value = 0u64;
+        for shift in 0..10 {
+            let byte = *head.get(*at)?;
+            *at += 1;
+            value |= u64::from(byte & 0x7f) << (7 * shift);
+            if byte < 0x80 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let mut at = 0;
+    if head.first() != Some(&0x0a) {
+        return false;
+    }
+    at += 1;
+    let Some(plane) = varint(&mut at) else { return false };
+    let plane_end = (at as u64).saturating_add(plane);
+    if plane < 2 || (whole && plane_end > head.len() as u64) {
+        return false;
+    }
+    let mut key = head.get(at).copied();
+    if key == Some(0x08) {
+        at += 1;
+        if varint(&mut at).is_none() {
+            return false;
+        }
+        key = head.get(at).copied();
+        if !matches!(key, Some(0x12 | 0x1a | 0x22 | 0x2a | 0x32)) {
+            return false;
+        }
+    }
+    let Some(key) = key.filter(|key| matches!(key, 0x12 | 0x1a | 0x22 | 0x2a | 0x32)) else {
+        return false;
+    };
+    at += 1;
+    let Some(length) = varint(&mut at) else { return false };
+    if (at as u64).saturating_add(length) > plane_end {
+        return false;
+    }
+    if key == 0x12 {
+        // The name, when it is within the head read.
+        let Some(name) = usize::try_from(length).ok().and_then(|length| head.get(at..at + length)) else {
+            return !whole && length > 0 && length <= (XSPACE_HEAD as u64);
+        };
+        return std::str::from_utf8(name).is_ok();
+    }
+    true
 }
 
 /// Step 2 of the rule: the name, where it is unambiguous.
@@ -218,7 +335,10 @@ fn kind_by_name(path: &Path) -> Option<InputKind> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     if name.ends_with(".jsonl") || name.ends_with(".jsonl.gz") {
         Some(InputKind::Artifact)
-    } else if name.ends_with(".json") || name.ends_with(".json.gz") || name.ends_with(".sqlite") {
+    } else if [".json", ".json.gz", ".sqlite", ".xplane.pb", ".xplane.pb.gz"]
+        .iter()
+        .any(|ending| name.ends_with(ending))
+    {
         Some(InputKind::Trace)
     } else {
         None

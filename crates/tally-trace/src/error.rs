@@ -64,6 +64,15 @@ pub enum TraceErrorKind {
     /// Not an Nsight Systems SQLite export, or one without the data needed.
     #[error("not a usable Nsight Systems SQLite export: {0}")]
     NotNsysExport(String),
+    /// An XPlane profile (`*.xplane.pb`) breaks a rule of the protobuf wire
+    /// format or one of tally's limits on it.
+    #[error("invalid XPlane protobuf at byte {offset}: {rule}")]
+    XPlane {
+        /// Byte offset in the (decompressed) file.
+        offset: u64,
+        /// The rule.
+        rule: crate::xplane::XPlaneRule,
+    },
     /// SQLite refused a query.
     #[error("SQLite: {0}")]
     Sqlite(#[from] rusqlite::Error),

@@ -92,6 +92,7 @@ mod nsys;
 mod parallel;
 mod ranges;
 mod record;
+pub mod xplane;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
@@ -124,6 +125,7 @@ pub use crate::nsys::split_global_id;
 pub use crate::parallel::RecordBatcher;
 pub use crate::ranges::{DEFAULT_ITERATION_PATTERN, ITERATION_RANGE_PREFIX, parse_iteration_range};
 pub use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
+pub use crate::xplane::XPlaneRule;
 
 /// The producer of an import's own records (artifact identity, capabilities).
 pub const IMPORT_PRODUCER_ID: &str = "tally.trace.import";
@@ -791,6 +793,11 @@ pub(crate) fn read_file(
     let mut collected = Collected::default();
     let info = match format {
         TraceFormat::NsysSqlite => nsys::read_nsys(path, &mut collected, &matcher).map_err(fail)?,
+        TraceFormat::XPlane { gzip } => {
+            let mut info = xplane::read_xplane(input, gzip, &mut collected, &matcher).map_err(fail)?;
+            info.trace_id = path.file_name().map(|name| name.to_string_lossy().into_owned());
+            info
+        }
         TraceFormat::KinetoJson { gzip } => {
             let read = match split_size(path, gzip, paths, options) {
                 // Reopened by path for each thread; the input's own handle
