@@ -5,7 +5,7 @@
 //! events from it is shared. A row is a few dozen bytes, so a trace's rows
 //! take a small fraction of its JSON text.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use tally_utils::chunked::Chunked;
 use tally_utils::intern::Interner;
@@ -152,6 +152,11 @@ impl ThreadKeys {
     }
 }
 
+/// The metadata keys of a GPU row's labels ([`Collected::gpu_labels`]):
+/// the XLA op, XLA module and framework op an XPlane profile names for a
+/// kernel.
+pub(crate) const LABEL_KEYS: [&str; 3] = ["hlo_op", "hlo_module", "tf_op"];
+
 /// Everything an import keeps of one trace.
 #[derive(Debug, Default)]
 pub(crate) struct Collected {
@@ -178,6 +183,11 @@ pub(crate) struct Collected {
     pub(crate) notes: Vec<String>,
     /// Rows present in the source that no reader imports, by what they are.
     pub(crate) not_imported: BTreeMap<String, u64>,
+    /// Labels of GPU rows by row index: names (interned in `names`, or
+    /// `NONE_U32`) under [`LABEL_KEYS`], written into the row's activity
+    /// metadata. Only XPlane fills it (its profiles are read whole, never
+    /// split, so [`Collected::absorb`] does not carry it).
+    pub(crate) gpu_labels: HashMap<u32, [u32; 3]>,
 }
 
 /// How many malformed-event messages a summary keeps.

@@ -9,7 +9,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
 use prost::Message;
@@ -128,6 +128,9 @@ struct Reading {
     gpu: BTreeMap<u32, Vec<(u128, u128, u64)>>,
     /// Host API calls with a correlation ID: correlation to name.
     launches: BTreeMap<u64, String>,
+    /// GPU events' own `hlo_op`, `hlo_module` and `tf_op` stats (strings or
+    /// references to a stat metadata's name), by correlation ID.
+    labels: BTreeMap<u64, BTreeMap<String, String>>,
 }
 
 fn read_independently(bytes: &[u8]) -> Reading {
@@ -167,6 +170,20 @@ fn read_independently(bytes: &[u8]) -> Reading {
                 if let Some(ordinal) = name.strip_prefix("/device:GPU:")
                     && text(&line, 2).starts_with("Stream")
                 {
+                    for stat in all(&event, 4).into_iter().map(fields_of) {
+                        let key = text(&stats[&int(&stat, 1)], 2);
+                        if ["hlo_op", "hlo_module", "tf_op"].contains(&key) {
+                            let value = match text(&stat, 5) {
+                                "" => text(&stats[&int(&stat, 7)], 2),
+                                value => value,
+                            };
+                            reading
+                                .labels
+                                .entry(correlation(&event))
+                                .or_default()
+                                .insert(key.into(), value.into());
+                        }
+                    }
                     reading.gpu.entry(ordinal.parse().unwrap()).or_default().push((
                         start_ps / 1000,
                         end_ps / 1000,
@@ -210,6 +227,25 @@ fn gpu_activities(events: &[CorrelationEvent]) -> Vec<(u32, u128, u128, u64, Opt
             ))
         })
         .collect()
+}
+
+/// The labels of the GPU activities, by correlation ID.
+fn labels(events: &[CorrelationEvent]) -> BTreeMap<u64, BTreeMap<String, String>> {
+    let mut found = BTreeMap::new();
+    for event in events {
+        let EventBody::ActivityRef(activity) = event.body() else { continue };
+        if activity.activity_domain != ActivityDomain::Gpu {
+            continue;
+        }
+        let labels: BTreeMap<String, String> = ["hlo_op", "hlo_module", "tf_op"]
+            .iter()
+            .filter_map(|key| Some(((*key).to_owned(), event.metadata().get(key)?.as_str()?.to_owned())))
+            .collect();
+        if !labels.is_empty() {
+            found.insert(activity.cuda_correlation_id.unwrap(), labels);
+        }
+    }
+    found
 }
 
 fn runtime_count(events: &[CorrelationEvent]) -> usize {
@@ -280,6 +316,9 @@ fn the_real_profile_imports_as_the_independent_reading_says() {
         let apis: BTreeSet<&str> = activities.iter().filter_map(|activity| activity.4.as_deref()).collect();
         assert!(apis.contains("hipModuleLaunchKernel"), "{apis:?}");
         assert_eq!(runtime_count(&events), reading.launches.len());
+        // Each kernel's XLA op, module and framework op, from its stats.
+        assert_eq!(labels(&events), reading.labels);
+        assert_eq!(reading.labels.len(), 150);
         assert_eq!(trace["devices"]["0"]["name"], "AMD GPU (compute capability 9.5)", "{trace:#?}");
     }
 }
@@ -555,5 +594,16 @@ fn a_synthetic_profile_gives_the_figures_worked_out_by_hand() {
         })
         .collect();
     assert_eq!(graph, vec![Some(42)]);
-    let _ = PathBuf::new();
+    // Kernel a's hlo_op is its own stat's (a reference); kernel b and the
+    // device-to-device copy lie within the XLA Ops event [10,300, 11,000);
+    // the other copy starts before it, the rest after.
+    let label = |op: &str| BTreeMap::from([("hlo_op".to_owned(), op.to_owned())]);
+    assert_eq!(
+        labels(&events),
+        BTreeMap::from([
+            (11, label("fusion.1 from the ref")),
+            (12, label("fusion.2")),
+            (16, label("fusion.2"))
+        ])
+    );
 }

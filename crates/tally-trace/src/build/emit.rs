@@ -17,7 +17,9 @@ use tally_utils::interval::merge_intervals;
 use super::link::{AMBIGUOUS_LAUNCH, LaunchIndex, Link, NO_LAUNCH, Unlinked, unlinked};
 use super::summary::{DeviceTally, Tally, UuidSource};
 use super::{FileIdentity, Shared};
-use crate::collect::{GpuEvent, GpuKind, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys};
+use crate::collect::{
+    GpuEvent, GpuKind, LABEL_KEYS, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys,
+};
 use crate::error::TraceErrorKind;
 use crate::record::{ActivityMetadata, ImportedActivity, ThreadId, TraceRecord};
 
@@ -375,7 +377,8 @@ impl<'a> Emitter<'a> {
             })
             .count() as u64;
         let pid = launch_row.map_or(first.pid, |row| row.pid);
-        self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, out)?;
+        let labels = collected.gpu_labels.get(&group[0]);
+        self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, labels, out)?;
         let device_key = (first.pid, first.device);
         if let std::collections::btree_map::Entry::Vacant(entry) = self.tally.devices.entry(device_key) {
             entry.insert(DeviceTally {
@@ -396,6 +399,7 @@ impl<'a> Emitter<'a> {
         launch_name: Option<u32>,
         pid: u64,
         iterations: &[EntityRef],
+        labels: Option<&[u32; 3]>,
         out: &mut Out<'_>,
     ) -> Result<(), TraceErrorKind> {
         let first = members[0];
@@ -448,6 +452,13 @@ impl<'a> Emitter<'a> {
             let busy_ns: u64 = merged.iter().map(|&(start, end)| end - start).sum();
             extra.insert("intervals".into(), Value::Array(intervals));
             extra.insert("busy_ns".into(), Value::from(busy_ns));
+        }
+        // The XLA op, module and framework op of a kernel (XPlane), from the
+        // group's first event.
+        for (key, &name) in LABEL_KEYS.iter().zip(labels.into_iter().flatten()) {
+            if name != NONE_U32 {
+                extra.insert((*key).into(), Value::from(collected.name(name)));
+            }
         }
         let span = Span::new(Some(start), Some(end))?;
         let activity = self.spelled.activity(

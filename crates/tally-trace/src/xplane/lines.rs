@@ -35,15 +35,6 @@ pub(crate) enum Label {
 impl Label {
     pub(crate) const ALL: [Label; 3] = [Label::HloOp, Label::HloModule, Label::TfOp];
 
-    /// Its key in an activity's metadata.
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            Label::HloOp => "hlo_op",
-            Label::HloModule => "hlo_module",
-            Label::TfOp => "tf_op",
-        }
-    }
-
     fn of_stat(known: Known) -> Option<Label> {
         match known {
             Known::HloOp => Some(Label::HloOp),
@@ -65,7 +56,7 @@ impl Label {
 }
 
 /// A kernel's labels: names interned in the import's names, `NONE_U32`
-/// where unknown, by [`Label`] order.
+/// where unknown, by [`Label`] order (that of `collect::LABEL_KEYS`).
 pub(crate) type Labels = [u32; 3];
 
 /// What reading a plane's lines gathers besides rows.

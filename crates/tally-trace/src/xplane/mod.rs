@@ -273,10 +273,15 @@ fn read<R: Read + Seek>(
     extra.insert("host_planes".into(), json!(host_planes));
     extra.insert("planes_not_read".into(), json!(skipped));
     extra.insert("aggregated_events".into(), json!(gathered.aggregated));
-    extra.insert("labelled_gpu_events".into(), json!(gathered.labels.len()));
     extra.insert("profiler_errors".into(), json!(space.errors));
     extra.insert("profiler_warnings".into(), json!(space.warnings));
-    let _ = Label::ALL;
+    extra.insert("labelled_gpu_events".into(), json!(gathered.labels.len()));
+    for (row, labels) in std::mem::take(&mut gathered.labels) {
+        // Build numbers GPU rows with u32 (as every reader's).
+        if let Ok(row) = u32::try_from(row) {
+            collected.gpu_labels.insert(row, labels);
+        }
+    }
     Ok(TraceInfo {
         source: "xplane",
         base_ns: 0,
