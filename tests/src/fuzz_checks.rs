@@ -22,6 +22,7 @@ pub const TARGETS: &[(&str, Check)] = &[
     ("artifact_whole", artifact_whole),
     ("kineto", kineto),
     ("nsys", nsys),
+    ("xplane", xplane),
     ("profile", profile),
     ("request", request),
     ("share_model", share_model),
@@ -153,6 +154,21 @@ pub fn nsys(data: &[u8]) {
         return;
     }
     let _ = tally_trace::import_traces_to_vec(&[path], &options());
+}
+
+/// The XPlane reader on any bytes, as a stream (so through its spooled
+/// copy): refused or read, never a panic; the summary counts what was
+/// sunk.
+pub fn xplane(data: &[u8]) {
+    let source: Box<dyn Read + Send> = Box::new(Cursor::new(data.to_vec()));
+    let Ok(input) = open_reader(Path::new("fuzz.xplane.pb"), source, Some(InputKind::Trace)) else { return };
+    let mut sunk = 0u64;
+    if let Ok(summary) = import_inputs(vec![input], &options(), &mut |_| {
+        sunk += 1;
+        Ok(())
+    }) {
+        assert_eq!(summary.events, sunk, "the summary counts what was sunk");
+    }
 }
 
 /// vertebrae's profile JSON: what loads writes back and loads again the same.
@@ -297,6 +313,10 @@ pub fn seeds(target: &str, root: &Path) -> Vec<(String, Vec<u8>)> {
             .filter(|(_, bytes)| bytes.len() < 200_000)
             .collect(),
         "nsys" => files("crates/tally-trace/tests/fixtures/nsys", &|name| name.ends_with(".sqlite")),
+        "xplane" => files("crates/tally-trace/tests/fixtures/xplane", &|name| name.ends_with(".xplane.pb"))
+            .into_iter()
+            .filter(|(_, bytes)| bytes.len() < 300_000)
+            .collect(),
         "profile" => {
             let mut seeds = json_field("tests/fixtures/profile", &|value| value.get("profile").cloned());
             seeds.extend(json_field("tests/fixtures/distributed", &|value| value.get("expected").cloned()));

@@ -17,7 +17,7 @@ use crate::python::status;
 use crate::workspace_root;
 
 const TARGETS: &[&str] =
-    &["artifact_line", "artifact_whole", "kineto", "nsys", "profile", "request", "share_model", "partial"];
+    &["artifact_line", "artifact_whole", "kineto", "nsys", "xplane", "profile", "request", "share_model", "partial"];
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut seconds: u64 = 60;
