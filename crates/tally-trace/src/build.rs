@@ -59,13 +59,57 @@ pub(crate) struct TraceInfo {
     pub(crate) backend_version: Option<String>,
     /// Device names by ordinal (`deviceProperties`).
     pub(crate) device_names: BTreeMap<u32, String>,
+    /// The trace's own UUIDs of its devices, by ordinal, as NVML writes
+    /// them (a Kineto `deviceProperties` entry's `uuid`).
+    pub(crate) device_uuids: BTreeMap<u32, String>,
+    /// Compute capability and memory by ordinal (`deviceProperties`).
+    pub(crate) device_details: BTreeMap<u32, DeviceDetails>,
     /// Device names by UUID (Nsight's `TARGET_INFO_GPU`).
     pub(crate) names_by_uuid: BTreeMap<String, String>,
+    /// Compute capability and memory by UUID (Nsight's `TARGET_INFO_GPU`).
+    pub(crate) details_by_uuid: BTreeMap<String, DeviceDetails>,
     /// How far apart two timestamps of the trace can be told, in ns: the
     /// uncertainty of placing device work on the host timeline.
     pub(crate) resolution_ns: u64,
     /// Format-specific entries for the summary.
     pub(crate) extra: Map<String, Value>,
+}
+
+/// What a trace says of a device besides its name and UUID, for the
+/// summary's device entry.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct DeviceDetails {
+    /// `"8.0"`: CUDA's major and minor compute capability (ROCm's gfx
+    /// major and minor on AMD).
+    pub(crate) compute_capability: Option<String>,
+    /// The device's global memory, bytes.
+    pub(crate) total_memory_bytes: Option<u64>,
+}
+
+/// A GPU UUID as NVML (`nvidia-smi -L`) and Nsight write it:
+/// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`. Takes that form, the bare
+/// 8-4-4-4-12 form (Nsight's `TARGET_INFO_GPU.uuid`) and 32 hex digits
+/// (CUDA's `cudaUUID_t` bytes), with or without braces; a `MIG-` UUID stays
+/// as it is. `None` for anything else.
+pub(crate) fn nvml_uuid(text: &str) -> Option<String> {
+    let text = text.trim();
+    if text.starts_with("GPU-") || text.starts_with("MIG-") {
+        return (text.len() > 4).then(|| text.to_owned());
+    }
+    let bare = text.strip_prefix('{').and_then(|rest| rest.strip_suffix('}')).unwrap_or(text);
+    let hex: String = bare.chars().filter(|&c| c != '-').collect();
+    if hex.len() != 32 || !hex.bytes().all(|byte| byte.is_ascii_hexdigit()) {
+        return None;
+    }
+    if bare.contains('-') {
+        let groups: Vec<usize> = bare.split('-').map(str::len).collect();
+        if groups != [8, 4, 4, 4, 12] {
+            return None;
+        }
+        return Some(format!("GPU-{bare}"));
+    }
+    let hex = hex.to_ascii_lowercase();
+    Some(format!("GPU-{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..]))
 }
 
 /// One trace file's identity in the run.
@@ -187,5 +231,25 @@ impl<'a> Shared<'a> {
             host_clock_domain,
             made: Mutex::new(MadeContexts::default()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::nvml_uuid;
+
+    #[test]
+    fn uuids_are_written_as_nvml_writes_them() {
+        let nvml = "GPU-b15c2a57-42ed-1d24-2c84-067081698645";
+        assert_eq!(nvml_uuid(nvml).as_deref(), Some(nvml));
+        assert_eq!(nvml_uuid("b15c2a57-42ed-1d24-2c84-067081698645").as_deref(), Some(nvml));
+        assert_eq!(nvml_uuid("B15C2A5742ED1D242C84067081698645").as_deref(), Some(nvml));
+        assert_eq!(nvml_uuid("{b15c2a57-42ed-1d24-2c84-067081698645}").as_deref(), Some(nvml));
+        assert_eq!(nvml_uuid("MIG-abc").as_deref(), Some("MIG-abc"));
+        for bad in
+            ["", "GPU-", "0", "b15c2a57-42ed1d24-2c84-067081698645", "x15c2a5742ed1d242c84067081698645"]
+        {
+            assert_eq!(nvml_uuid(bad), None, "{bad}");
+        }
     }
 }

@@ -21,9 +21,11 @@ use crate::decimal::{self, DecimalError};
 use crate::json_stream::{Element, JsonStream, Parsed, StreamError, parse_one};
 use crate::ranges::SpanMatcher;
 
+mod info;
 mod scan;
 mod split;
 
+pub(crate) use info::kineto_info;
 pub(crate) use split::{SPLIT_MIN_BYTES, read_kineto_split};
 
 /// What [`read_events`] does when its stream stops at its pause offset, an

@@ -96,7 +96,6 @@ pub mod xplane;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
-use std::num::NonZeroU64;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -112,7 +111,7 @@ use tally_core::{
 use crate::build::{FileIdentity, SUPPORTED, TraceInfo};
 use crate::collect::Collected;
 use crate::json_stream::StreamError;
-use crate::kineto::{KinetoError, KinetoHeader};
+use crate::kineto::KinetoError;
 use crate::ranges::SpanMatcher;
 
 pub use crate::chrome::{ExportSummary, write_chrome_trace};
@@ -834,7 +833,7 @@ pub(crate) fn read_file(
                     KinetoError::Header(message) => TraceErrorKind::Header(message),
                 })
             })?;
-            kineto_info(header, &collected)
+            kineto::kineto_info(header, &mut collected)
         }
     };
     Ok(ReadFile { path: path.clone(), collected, info, file, uuids })
@@ -850,52 +849,4 @@ fn split_size(path: &Path, gzip: bool, paths: &[PathBuf], options: &ImportOption
     }
     let metadata = std::fs::metadata(path).ok()?;
     (metadata.is_file() && metadata.len() >= kineto::SPLIT_MIN_BYTES).then_some(metadata.len())
-}
-
-/// What a Kineto header says, in the terms of [`TraceInfo`].
-fn kineto_info(header: KinetoHeader, collected: &Collected) -> TraceInfo {
-    let values = &header.values;
-    let string = |key: &str| match values.get(key) {
-        Some(Value::String(text)) if !text.is_empty() => Some(text.clone()),
-        Some(Value::Number(number)) => Some(number.to_string()),
-        _ => None,
-    };
-    let distributed = values.get("distributedInfo").and_then(Value::as_object);
-    let number = |key: &str| distributed.and_then(|info| info.get(key)).and_then(Value::as_u64);
-    let mut device_names = BTreeMap::new();
-    if let Some(Value::Array(devices)) = values.get("deviceProperties") {
-        for device in devices {
-            let id = device.get("id").and_then(Value::as_u64).and_then(|id| u32::try_from(id).ok());
-            if let Some(id) = id {
-                let name = device.get("name").and_then(Value::as_str).unwrap_or_default();
-                device_names.insert(id, name.to_owned());
-            }
-        }
-    }
-    let rocm =
-        values.contains_key("roctracer_version") || device_names.values().any(|name| name.starts_with("AMD"));
-    let mut extra = Map::new();
-    for (key, name) in [
-        ("distributedInfo", "distributed_info"),
-        ("deviceProperties", "device_properties"),
-        ("traceName", "trace_name"),
-    ] {
-        extra.insert(name.into(), values.get(key).cloned().unwrap_or(Value::Null));
-    }
-    TraceInfo {
-        source: "kineto",
-        base_ns: header.base_ns.unwrap_or(0),
-        host: string("host_name"),
-        trace_id: string("trace_id"),
-        rank: number("rank"),
-        local_rank: number("local_rank"),
-        world_size: number("world_size").and_then(NonZeroU64::new),
-        engine_version: string("vllm_version"),
-        backend: if rocm { "roctracer" } else { "cupti" },
-        backend_version: if rocm { string("roctracer_version") } else { string("cupti_version") },
-        device_names,
-        names_by_uuid: BTreeMap::new(),
-        resolution_ns: if collected.sub_microsecond { 1 } else { 1000 },
-        extra,
-    }
 }

@@ -39,7 +39,7 @@ use rusqlite::types::Value as Sql;
 use rusqlite::{Connection, OpenFlags};
 use serde_json::Value;
 
-use crate::build::TraceInfo;
+use crate::build::{self, DeviceDetails, TraceInfo};
 use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::error::TraceErrorKind;
 use crate::ranges::SpanMatcher;
@@ -138,8 +138,7 @@ fn text(value: &Sql) -> Option<String> {
 
 /// The UUID as NVML writes it.
 fn nvml_uuid(uuid: &Sql) -> Option<String> {
-    let text = text(uuid).filter(|text| !text.is_empty())?;
-    Some(if text.starts_with("GPU-") || text.starts_with("MIG-") { text } else { format!("GPU-{text}") })
+    text(uuid).and_then(|text| build::nvml_uuid(&text))
 }
 
 /// Each process's CUDA ordinal's GPU: `(uuid, name)`.
@@ -147,19 +146,42 @@ fn nvml_uuid(uuid: &Sql) -> Option<String> {
 struct Devices {
     by_process: HashMap<(u64, u32), (Option<String>, Option<String>)>,
     only_gpu: Option<(Option<String>, Option<String>)>,
+    /// Compute capability and memory of the listed GPUs, by UUID.
+    details: BTreeMap<String, DeviceDetails>,
 }
 
 impl Devices {
     fn read(db: &Connection, schema: &mut Schema, notes: &mut Vec<String>) -> Result<Self, TraceErrorKind> {
         let mut gpus: BTreeMap<i64, (Option<String>, Option<String>)> = BTreeMap::new();
+        let mut details = BTreeMap::new();
         if schema.has("TARGET_INFO_GPU") {
             let present = Schema::columns(db, "TARGET_INFO_GPU")?;
             let select = schema.select("TARGET_INFO_GPU", &present, &["id", "name", "uuid"]);
-            let mut statement = db.prepare(&format!("select {select} from TARGET_INFO_GPU"))?;
+            // Only for the summary: not noted when missing.
+            let optional = ["computeMajor", "computeMinor", "totalMemory"]
+                .map(
+                    |column| {
+                        if present.contains(column) { format!("\"{column}\"") } else { "NULL".to_owned() }
+                    },
+                )
+                .join(", ");
+            let mut statement = db.prepare(&format!("select {select}, {optional} from TARGET_INFO_GPU"))?;
             let mut rows = statement.query([])?;
             while let Some(row) = rows.next()? {
                 if let Some(id) = integer(&row.get(0)?) {
-                    gpus.insert(id, (nvml_uuid(&row.get(2)?), text(&row.get(1)?)));
+                    let uuid = nvml_uuid(&row.get(2)?);
+                    if let Some(uuid) = &uuid {
+                        let capability = match (integer(&row.get(3)?), integer(&row.get(4)?)) {
+                            (Some(major), Some(minor)) => Some(format!("{major}.{minor}")),
+                            _ => None,
+                        };
+                        let memory = integer(&row.get(5)?).and_then(|bytes| u64::try_from(bytes).ok());
+                        details.insert(
+                            uuid.clone(),
+                            DeviceDetails { compute_capability: capability, total_memory_bytes: memory },
+                        );
+                    }
+                    gpus.insert(id, (uuid, text(&row.get(1)?)));
                 }
             }
         }
@@ -167,6 +189,7 @@ impl Devices {
         // process used, whatever its CUDA_VISIBLE_DEVICES.
         let mut devices = Devices {
             only_gpu: (gpus.len() == 1).then(|| gpus.values().next().cloned()).flatten(),
+            details,
             ..Devices::default()
         };
         if schema.has("TARGET_INFO_CUDA_DEVICE") {
@@ -339,6 +362,7 @@ pub(crate) fn read_nsys(
             info.names_by_uuid.insert(uuid.clone(), name.clone());
         }
     }
+    info.details_by_uuid = devices.details;
     info.extra.insert("missing_tables".into(), Value::from(missing_tables));
     for columns in schema.missing_columns.values_mut() {
         columns.sort_unstable();

@@ -469,3 +469,80 @@ fn repeated_keys_keep_their_last_value() {
         gpu_activities(&events).map(|event| event.body().span().unwrap().bounds().unwrap()).collect();
     assert_eq!(spans, [(10_000, 15_000)], "the last baseTimeNanoseconds (null) counts");
 }
+
+/// The summary's device entries of a trace's summary, by key.
+fn summary_devices(summary: &tally_trace::ImportSummary, trace: usize) -> serde_json::Map<String, Value> {
+    summary.traces[trace]["devices"].as_object().unwrap().clone()
+}
+
+#[test]
+fn device_properties_name_each_device_with_its_capability_and_memory() {
+    // PyTorch's traces give no UUID: each device keeps a synthesized one but
+    // is named, as the raw deviceProperties say.
+    for name in ["alexnet-cuda-sync.json.gz", "rocm-mi250-train.json.gz", "triton-single-kernel.json.gz"] {
+        let raw: Value = serde_json::from_str(&read_text(&kineto(name))).unwrap();
+        let properties: BTreeMap<String, &Value> = raw["deviceProperties"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|device| (device["id"].to_string(), device))
+            .collect();
+        let (_, summary) = import(&[kineto(name)], Detail::Launch);
+        let devices = summary_devices(&summary, 0);
+        assert!(!devices.is_empty(), "{name}");
+        for (key, device) in devices {
+            let raw = properties[&key];
+            assert_eq!(device["name"], raw["name"], "{name} {key}");
+            let capability = format!("{}.{}", raw["computeMajor"], raw["computeMinor"]);
+            assert_eq!(device["compute_capability"].as_str(), Some(capability.as_str()), "{name} {key}");
+            assert_eq!(device["total_memory_bytes"], raw["totalGlobalMem"], "{name} {key}");
+            assert_eq!(device["device_uuid_source"], "synthesized", "{name} {key}");
+            assert!(device["device_uuid"].as_str().unwrap().ends_with(&format!(":device{key}")), "{device}");
+        }
+    }
+}
+
+#[test]
+fn a_device_properties_uuid_is_the_devices_uuid_as_nvml_writes_it() {
+    let header = r#""deviceProperties": [
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045231616, "computeMajor": 9,
+         "computeMinor": 0, "uuid": "B15C2A5742ED1D242C84067081698645"},
+        {"id": 1, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045231616, "computeMajor": 9,
+         "computeMinor": 0},
+        {"id": 2, "name": "NVIDIA H100 80GB HBM3", "uuid": "not-a-uuid"}]"#;
+    let text = format!(
+        r#"{{{header}, "traceEvents": [{}, {}, {}]}}"#,
+        kernel("10", "5", 1, 0),
+        kernel("20", "5", 2, 1),
+        kernel("30", "5", 3, 2)
+    );
+    let (first, second) = (write_trace(&text), write_trace(&text));
+    let paths = [first.path().to_path_buf(), second.path().to_path_buf()];
+    let (events, summary) = import(&paths, Detail::Launch);
+    let uuids_of = |trace: usize| -> BTreeMap<String, (String, String)> {
+        summary_devices(&summary, trace)
+            .into_iter()
+            .map(|(key, device)| {
+                let uuid = device["device_uuid"].as_str().unwrap().to_owned();
+                (key, (uuid, device["device_uuid_source"].as_str().unwrap().to_owned()))
+            })
+            .collect()
+    };
+    let (one, two) = (uuids_of(0), uuids_of(1));
+    let nvml = "GPU-b15c2a57-42ed-1d24-2c84-067081698645";
+    assert_eq!(one["0"], (nvml.to_owned(), "trace".to_owned()));
+    assert_eq!(one["1"].1, "synthesized");
+    assert_eq!(one["2"].1, "synthesized", "an unreadable uuid is not used");
+    // The same GPU in two files is one device; two files' device 1 without
+    // a UUID are two.
+    assert_eq!(one["0"], two["0"]);
+    assert_ne!(one["1"].0, two["1"].0);
+    assert_eq!(summary_devices(&summary, 0)["0"]["compute_capability"], "9.0");
+    let contexts: BTreeSet<&str> = gpu_activities(&events)
+        .filter_map(|event| event.context().device_uuid.as_ref().map(|uuid| uuid.as_str()))
+        .collect();
+    assert!(contexts.contains(nvml), "{contexts:?}");
+    assert_eq!(contexts.len(), 5, "one GPU shared by both files, four synthesized: {contexts:?}");
+    let notes = summary.traces[0]["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|note| note.as_str().unwrap().contains("not-a-uuid")), "{notes:?}");
+}

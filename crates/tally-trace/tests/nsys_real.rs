@@ -37,8 +37,9 @@ struct SqlReading {
     rows: Vec<Row>,
     runtime_calls: u64,
     profiler_steps: u64,
-    /// The GPUs `TARGET_INFO_GPU` lists: (uuid, name).
-    gpus: Vec<(String, String)>,
+    /// The GPUs `TARGET_INFO_GPU` lists: (uuid, name, compute capability,
+    /// memory in bytes).
+    gpus: Vec<(String, String, String, u64)>,
 }
 
 fn has_table(db: &Connection, table: &str) -> bool {
@@ -131,9 +132,16 @@ fn read_sql(path: &Path) -> SqlReading {
         0
     };
     let gpus = if has_table(&db, "TARGET_INFO_GPU") {
-        let mut statement = db.prepare("select uuid, name from TARGET_INFO_GPU").unwrap();
+        let mut statement = db
+            .prepare(
+                "select uuid, name, computeMajor || '.' || computeMinor, totalMemory from TARGET_INFO_GPU",
+            )
+            .unwrap();
         statement
-            .query_map([], |row| Ok((format!("GPU-{}", row.get::<_, String>(0)?), row.get(1)?)))
+            .query_map([], |row| {
+                let uuid = format!("GPU-{}", row.get::<_, String>(0)?);
+                Ok((uuid, row.get(1)?, row.get(2)?, u64::try_from(row.get::<_, i64>(3)?).unwrap()))
+            })
             .unwrap()
             .map(Result::unwrap)
             .collect()
@@ -235,15 +243,23 @@ fn check(name: &str) -> (SqlReading, Vec<CorrelationEvent>, ImportSummary) {
         {
             let uuid = event.context().device_uuid.as_ref().unwrap().as_str();
             match sql.gpus.as_slice() {
-                [(listed, _)] => assert_eq!(uuid, listed, "{name}"),
+                [(listed, ..)] => assert_eq!(uuid, listed, "{name}"),
                 _ => assert!(uuid.starts_with("nsys:") && uuid.contains(":device"), "{name}: {uuid}"),
             }
         }
     }
-    if let [(_, gpu_name)] = sql.gpus.as_slice() {
-        for device in trace["devices"].as_object().unwrap().values() {
-            assert_eq!(device["name"].as_str(), Some(gpu_name.as_str()), "{name}");
-            assert_eq!(device["device_uuid_source"], "trace", "{name}");
+    for device in trace["devices"].as_object().unwrap().values() {
+        match sql.gpus.as_slice() {
+            [(_, gpu_name, capability, memory)] => {
+                assert_eq!(device["name"].as_str(), Some(gpu_name.as_str()), "{name}");
+                assert_eq!(device["device_uuid_source"], "trace", "{name}");
+                assert_eq!(device["compute_capability"].as_str(), Some(capability.as_str()), "{name}");
+                assert_eq!(device["total_memory_bytes"].as_u64(), Some(*memory), "{name}");
+            }
+            _ => {
+                assert_eq!(device["device_uuid_source"], "synthesized", "{name}");
+                assert_eq!(device["compute_capability"], Value::Null, "{name}");
+            }
         }
     }
     assert!(

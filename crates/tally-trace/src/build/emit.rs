@@ -16,7 +16,7 @@ use tally_utils::interval::merge_intervals;
 
 use super::link::{AMBIGUOUS_LAUNCH, LaunchIndex, Link, NO_LAUNCH, Unlinked, unlinked};
 use super::summary::{DeviceTally, Tally, UuidSource};
-use super::{FileIdentity, Shared};
+use super::{DeviceDetails, FileIdentity, Shared};
 use crate::collect::{
     GpuEvent, GpuKind, LABEL_KEYS, NONE_U32, NONE_U64, Rows, RuntimeRow, SpanScope, ThreadKeys,
 };
@@ -189,14 +189,19 @@ impl Shared<'_> {
         context
     }
 
-    /// A device's UUID: the trace's own, `--device-uuid`'s, or one made up
-    /// from the trace and ordinal so that accounting can tell devices apart.
+    /// A device's UUID: the trace's own (Nsight's per row, Kineto's per
+    /// ordinal from `deviceProperties`), `--device-uuid`'s, or one made up
+    /// from the trace and ordinal so that accounting can tell devices apart
+    /// (two ranks' device 0 are two GPUs unless the traces say otherwise).
     fn device_uuid(&self, row: &GpuEvent) -> Option<(String, UuidSource)> {
         if let Some(uuid) = self.collected.strings.get(row.device_uuid) {
             return Some((uuid.to_owned(), UuidSource::Trace));
         }
         if row.device == NONE_U32 {
             return None;
+        }
+        if let Some(uuid) = self.info.device_uuids.get(&row.device) {
+            return Some((uuid.clone(), UuidSource::Trace));
         }
         if let Some(uuid) = self.uuids.get(&row.device) {
             return Some((uuid.clone(), UuidSource::Option));
@@ -214,6 +219,14 @@ impl Shared<'_> {
         match self.collected.strings.get(row.device_uuid) {
             Some(uuid) => self.info.names_by_uuid.get(uuid).cloned(),
             None => self.info.device_names.get(&row.device).cloned(),
+        }
+    }
+
+    /// The device's compute capability and memory, found as its name is.
+    fn device_details(&self, row: &GpuEvent) -> Option<DeviceDetails> {
+        match self.collected.strings.get(row.device_uuid) {
+            Some(uuid) => self.info.details_by_uuid.get(uuid).cloned(),
+            None => self.info.device_details.get(&row.device).cloned(),
         }
     }
 }
@@ -384,6 +397,7 @@ impl<'a> Emitter<'a> {
             entry.insert(DeviceTally {
                 name: self.shared.device_name(&first),
                 uuid: self.shared.device_uuid(&first),
+                details: self.shared.device_details(&first).unwrap_or_default(),
             });
         }
         Ok(())

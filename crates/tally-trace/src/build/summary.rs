@@ -9,7 +9,7 @@ use std::num::NonZeroU64;
 use serde_json::{Map, Value, json};
 
 use super::figures::DeviceFigures;
-use super::{SUPPORTED, Shared};
+use super::{DeviceDetails, SUPPORTED, Shared};
 use crate::collect::{GpuEvent, NONE_U32, NONE_U64, Rows, RuntimeRow, ThreadKeys};
 use crate::error::TraceErrorKind;
 
@@ -35,6 +35,7 @@ impl UuidSource {
 pub(super) struct DeviceTally {
     pub(super) name: Option<String>,
     pub(super) uuid: Option<(String, UuidSource)>,
+    pub(super) details: DeviceDetails,
 }
 
 /// The figures of a trace's summary that its activity records add up, per
@@ -126,6 +127,8 @@ impl Shared<'_> {
                     "name": tally.name,
                     "device_uuid": uuid,
                     "device_uuid_source": source,
+                    "compute_capability": tally.details.compute_capability,
+                    "total_memory_bytes": tally.details.total_memory_bytes,
                     "busy_ns": busy,
                     "launch_span_ns": spans,
                     // Checked to fit before the summary is built.
