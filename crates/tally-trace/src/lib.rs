@@ -1,8 +1,18 @@
 #![doc = include_str!("../README.md")]
 //!
 //! Import of the GPU traces people already have into tally's correlation
-//! events: PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip, and
-//! Nsight Systems SQLite exports.
+//! events: PyTorch profiler (Kineto) Chrome-trace JSON, plain or gzip,
+//! Nsight Systems SQLite exports, and XPlane profiles (`*.xplane.pb`, plain
+//! or gzip: JAX, TensorFlow, PyTorch/XLA).
+//!
+//! **XPlane** ([`xplane`]) has no stormlog importer to follow; it is read in
+//! the same terms: `source` `xplane`, attachment IDs
+//! `xplane:<file>:<digest>`, the GPU planes' `Stream` lines as kernels,
+//! copies and sets linked by `correlation_id` to the host plane's CUDA or
+//! HIP calls, each kernel's `hlo_op`, `hlo_module` and `tf_op` in its
+//! metadata, picosecond times floored to nanoseconds, and the protobuf
+//! walked with a bounded streaming reader (never decoded whole) that
+//! refuses a hostile file with the byte offset and the rule.
 //!
 //! The import follows stormlog 0.4.3's trace importers
 //! (`stormlog.infer.trace_kineto`, `trace_nsys`, `trace_import`): the same

@@ -377,6 +377,43 @@ fn hostile_files_are_refused_with_the_byte_and_the_rule() {
     assert_eq!(error_of(&[0x0b]), (0, XPlaneRule::Group(3)));
 }
 
+#[test]
+fn mutated_profiles_are_read_or_refused_never_a_panic() {
+    let real = std::fs::read(fixture(REAL)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mutated.xplane.pb");
+    // xorshift64: the same mutations every run.
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut refused, mut read) = (0, 0);
+    for round in 0..200 {
+        let mut bytes = real.clone();
+        if round % 4 == 0 {
+            bytes.truncate((next() % real.len() as u64) as usize);
+        } else {
+            for _ in 0..=next() % 4 {
+                let at = (next() % bytes.len() as u64) as usize;
+                bytes[at] = next() as u8;
+            }
+        }
+        std::fs::write(&path, &bytes).unwrap();
+        match import_traces_to_vec(&[path.clone()], &options(Detail::Launch)) {
+            Ok(_) => read += 1,
+            Err(error) => {
+                assert!(error.to_string().contains("mutated.xplane.pb"), "{error}");
+                refused += 1;
+            }
+        }
+    }
+    // Both outcomes happen: a flip inside a name or a timestamp still reads.
+    assert!(refused > 0 && read > 0, "{refused} refused, {read} read");
+}
+
 // ---------------------------------------------------------------------------
 // A synthetic profile, figures by hand.
 

@@ -51,7 +51,7 @@ enum Command {
     /// take beside the run's other files: the same output as of every file.
     Partial(cmd::partial::Args),
     /// Import profiler traces (PyTorch/Kineto Chrome-trace JSON, Nsight
-    /// Systems SQLite) into one artifact.
+    /// Systems SQLite, JAX/TensorFlow XPlane) into one artifact.
     Import(cmd::import::Args),
     /// Write a Chrome-trace JSON timeline (Perfetto) of an artifact or trace.
     Export(cmd::export::Args),

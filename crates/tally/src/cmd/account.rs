@@ -22,7 +22,8 @@ use super::progress::Progress;
 pub struct Args {
     /// Artifacts of one run (e.g. one per rank), read and resolved together:
     /// paths, or `-` for standard input; plain or gzip, schema 1-4. Profiler
-    /// traces (Kineto JSON, Nsight SQLite; told apart by content) are
+    /// traces (Kineto JSON, Nsight SQLite, XPlane `.xplane.pb`; told apart
+    /// by name or content) are
     /// imported together as one run, as `tally import` would. Partials of
     /// the run (`tally partial`) may stand among them: the output is the
     /// same as of the files they were made from.

@@ -26,8 +26,9 @@ pub enum Schema {
 /// Arguments of `tally import`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Traces of one run (e.g. one per rank): Kineto Chrome-trace JSON,
-    /// plain or gzip, or Nsight Systems SQLite exports, told apart by content.
+    /// Traces of one run (e.g. one per rank): Kineto Chrome-trace JSON or
+    /// XPlane profiles (`.xplane.pb`, JAX/TensorFlow), plain or gzip, or
+    /// Nsight Systems SQLite exports, told apart by name or content.
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
     /// The artifact to write (`-` for standard output), atomically.

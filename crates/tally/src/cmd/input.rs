@@ -39,8 +39,9 @@ pub struct TraceArgs {
     pub run_id: Option<String>,
     /// What every input is, instead of the rule: `artifact` or `trace`. By
     /// default the name decides where it is unambiguous (`.jsonl[.gz]`
-    /// artifact; `.json[.gz]`, `.sqlite` trace), else the content (SQLite, or
-    /// JSON with `traceEvents` or an array of events with `ph`, is a trace;
+    /// artifact; `.json[.gz]`, `.sqlite`, `.xplane.pb[.gz]` trace), else the
+    /// content (SQLite, JSON with `traceEvents` or an array of events with
+    /// `ph`, or a protobuf opening as an XPlane `XSpace`, is a trace;
     /// anything else an artifact).
     #[arg(long, value_name = "KIND", value_parser = parse_input_kind)]
     pub input_format: Option<InputKind>,
