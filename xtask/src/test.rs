@@ -21,6 +21,11 @@ const APT_PACKAGES: &[&str] = &[
     "openmpi-bin",
     "libclang1-14",
     "libclang-common-14-dev",
+    // `tally report`'s pages opened in headless Chromium
+    // (crates/tally/tests/report_chromium.rs), and the font docs/report.md's
+    // screenshots were drawn with, so a fresh rendering compares with them.
+    "chromium",
+    "fonts-dejavu-core",
 ];
 
 pub(crate) fn run(_args: &[String]) -> anyhow::Result<()> {
