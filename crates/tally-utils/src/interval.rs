@@ -402,6 +402,31 @@ impl LabelSweep {
     /// with no label, covers nothing (and is not checked for order); any
     /// other must not start before the previous one.
     pub fn push(&mut self, start: u64, end: u64, labels: u8) -> Result<(), OutOfOrder> {
+        self.push_observed(start, end, labels, &mut |_, _, _| {})
+    }
+
+    /// [`push`](Self::push), also calling `observe(from, to, set)` for each
+    /// stretch `[from, to)` counted with its label set (the empty set
+    /// included), in order: what a caller that bins the coverage by time
+    /// (a timeline) reads, from the same sweep.
+    ///
+    /// ```
+    /// use tally_utils::interval::LabelSweep;
+    /// let mut seen = Vec::new();
+    /// let mut sweep = LabelSweep::new();
+    /// sweep.push_observed(0, 10, 1, &mut |from, to, set| seen.push((from, to, set))).unwrap();
+    /// sweep.push_observed(5, 20, 2, &mut |from, to, set| seen.push((from, to, set))).unwrap();
+    /// sweep.push_observed(30, 40, 1, &mut |from, to, set| seen.push((from, to, set))).unwrap();
+    /// sweep.finish_observed(&mut |from, to, set| seen.push((from, to, set)));
+    /// assert_eq!(seen, [(0, 5, 1), (5, 10, 3), (10, 20, 2), (20, 30, 0), (30, 40, 1)]);
+    /// ```
+    pub fn push_observed(
+        &mut self,
+        start: u64,
+        end: u64,
+        labels: u8,
+        observe: &mut impl FnMut(u64, u64, u8),
+    ) -> Result<(), OutOfOrder> {
         if end <= start || labels == 0 {
             return Ok(());
         }
@@ -412,8 +437,8 @@ impl LabelSweep {
         {
             return Err(OutOfOrder { start, previous });
         }
-        self.retire_until(start);
-        self.count_to(start);
+        self.retire_until(start, observe);
+        self.count_to(start, observe);
         for (bit, count) in self.active.iter_mut().enumerate() {
             if labels & (1 << bit) != 0 {
                 *count += 1;
@@ -429,20 +454,26 @@ impl LabelSweep {
     }
 
     /// The coverage of everything pushed.
-    pub fn finish(mut self) -> LabelCoverage {
-        self.retire_until(u64::MAX);
+    pub fn finish(self) -> LabelCoverage {
+        self.finish_observed(&mut |_, _, _| {})
+    }
+
+    /// [`finish`](Self::finish), observing the last stretches as
+    /// [`push_observed`](Self::push_observed) does.
+    pub fn finish_observed(mut self, observe: &mut impl FnMut(u64, u64, u8)) -> LabelCoverage {
+        self.retire_until(u64::MAX, observe);
         LabelCoverage { by_set: self.by_set, envelope: self.envelope }
     }
 
     /// Ends, in order, the intervals in progress that end at or before
     /// `time`, counting the time up to each end.
-    fn retire_until(&mut self, time: u64) {
+    fn retire_until(&mut self, time: u64, observe: &mut impl FnMut(u64, u64, u8)) {
         while let Some(&Reverse((end, labels))) = self.ending.peek() {
             if end > time {
                 break;
             }
             self.ending.pop();
-            self.count_to(end);
+            self.count_to(end, observe);
             for (bit, count) in self.active.iter_mut().enumerate() {
                 let mask = 1u8 << bit;
                 if labels & mask != 0 {
@@ -456,9 +487,12 @@ impl LabelSweep {
     }
 
     /// Counts `[now, time)` as covered by the current label set.
-    fn count_to(&mut self, time: u64) {
+    fn count_to(&mut self, time: u64, observe: &mut impl FnMut(u64, u64, u8)) {
         if let Some(now) = self.now {
             self.by_set[usize::from(self.set)] += time - now;
+            if time > now {
+                observe(now, time, self.set);
+            }
         }
         self.now = Some(time);
     }
