@@ -154,17 +154,20 @@
 // `work`, the one pass over the GPU activities, each read into its device
 // clock's work and linked to its launch (`breakdown`), host timestamps put
 // on a device's clock domain by `tally_clock::NearestAligner`; `sweep`,
-// each device clock's work swept into its figures.
+// each device clock's work swept into its figures; `timeline`, the same
+// sweep binned into columns (`tally report`'s timeline).
 mod host;
 mod report;
 mod sweep;
+mod timeline;
 mod work;
 
 pub use report::{
     Breakdown, Categories, CategoryTime, DeviceBreakdown, IdleBreakdown, IterationBreakdown, KernelRow,
     LaunchLatency, MemoryKinds, Overlaps, StreamBreakdown,
 };
-pub use work::breakdown;
+pub use timeline::{DeviceTimeline, LatencyBin, TimelineColumn};
+pub use work::{breakdown, breakdown_with_timelines};
 
 use crate::category::CategoryRules;
 

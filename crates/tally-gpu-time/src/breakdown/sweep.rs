@@ -12,6 +12,7 @@ use super::report::{
     Categories, CategoryTime, DeviceBreakdown, IdleBreakdown, IterationBreakdown, KernelRow, LaunchLatency,
     Overlaps, StreamBreakdown,
 };
+use super::timeline::{self, DeviceTimeline};
 use super::work::{DeviceWork, Item};
 use crate::category::{Category, MemoryKind};
 
@@ -134,7 +135,8 @@ pub(super) fn finish_device<'a>(
     host: &HostCalls<'a>,
     aligner: &NearestAligner<'a>,
     iteration_refs: Option<&[&EntityRef]>,
-) -> DeviceBreakdown {
+    columns: Option<u32>,
+) -> (DeviceBreakdown, Option<DeviceTimeline>) {
     let DeviceWork {
         clock,
         mut items,
@@ -165,6 +167,7 @@ pub(super) fn finish_device<'a>(
         summed_ns: latencies.iter().map(|&latency| i128::from(latency)).sum(),
         clock_uncertainty_ns: uncertainty,
     };
+    let latency_bins = columns.map(|_| timeline::latency_bins(&latencies));
     drop(latencies);
     let mut sync_windows: Vec<(u64, u64)> = host
         .syncs
@@ -201,15 +204,47 @@ pub(super) fn finish_device<'a>(
     drop(linked_starts);
     in_flight.sort_unstable();
 
-    let coverage = sweep_sorted(merge_by_start(vec![
+    let labelled = merge_by_start(vec![
         Box::new(items.iter().map(|item| (item.start, item.end, label(item)))),
         Box::new(in_flight.iter().map(|&(start, end)| (start, end, IN_FLIGHT))),
         Box::new(sync_windows.iter().map(|&(start, end)| (start, end, SYNC))),
         Box::new(envelope.into_iter().map(|(start, end)| (start, end, ENVELOPE))),
         Box::new(unexplained.iter().map(|&(start, end)| (start, end, UNEXPLAINED))),
-    ]));
-    drop((in_flight, sync_windows, unexplained));
+    ]);
     let idle_set = |set: u8| set & ENVELOPE != 0 && set & WORK == 0;
+    // The idle cause of a label set, in the order of precedence the idle
+    // breakdown below reads.
+    let cause = |set: u8| {
+        if !idle_set(set) {
+            None
+        } else if set & IN_FLIGHT != 0 {
+            Some(timeline::LAUNCH_QUEUED)
+        } else if set & SYNC != 0 {
+            Some(timeline::SYNC_WAIT)
+        } else if set & UNEXPLAINED != 0 {
+            Some(timeline::UNKNOWN)
+        } else {
+            Some(timeline::HOST_BOUND)
+        }
+    };
+    let (coverage, timeline_columns) = match columns {
+        None => (sweep_sorted(labelled), None),
+        Some(count) => {
+            // The same sweep, its stretches also binned into columns.
+            let mut binner = timeline::Binner::new(envelope, count);
+            let mut observe = |from: u64, to: u64, set: u8| {
+                timeline::count_stretch(&mut binner, from, to, set, WORK, cause(set));
+            };
+            let mut sweep = LabelSweep::new();
+            for (start, end, labels) in labelled {
+                // As in `sweep_sorted`: the lists are sorted by start.
+                sweep.push_observed(start, end, labels, &mut observe).expect("intervals sorted by start");
+            }
+            let coverage = sweep.finish_observed(&mut observe);
+            (coverage, Some(binner.finish()))
+        }
+    };
+    drop((in_flight, sync_windows, unexplained));
     let idle = IdleBreakdown {
         envelope_ns: envelope.map_or(0, |(start, end)| end - start),
         idle_ns: coverage.covered(idle_set),
@@ -320,7 +355,10 @@ pub(super) fn finish_device<'a>(
             .then_with(|| a.category.cmp(&b.category))
     });
 
-    DeviceBreakdown {
+    let timeline = timeline_columns
+        .zip(latency_bins)
+        .map(|(columns, latency_bins)| DeviceTimeline { columns, latency_bins });
+    let row = DeviceBreakdown {
         device_uuid: clock.device_uuid.to_owned(),
         clock_domain: clock.clock_domain.to_owned(),
         clock_kind: clock.clock_kind,
@@ -339,5 +377,6 @@ pub(super) fn finish_device<'a>(
         kernels: kernel_rows,
         streams: stream_rows,
         iterations,
-    }
+    };
+    (row, timeline)
 }

@@ -12,6 +12,7 @@ use super::BreakdownOptions;
 use super::host::HostCalls;
 use super::report::{Breakdown, CategoryTime, DeviceBreakdown, MemoryKinds};
 use super::sweep::finish_device;
+use super::timeline::DeviceTimeline;
 use crate::DeviceClock;
 use crate::category::{Category, MemoryKind};
 
@@ -94,6 +95,27 @@ pub(super) struct DeviceWork<'a> {
 /// runtime calls, one over its GPU activities, then one sort and one
 /// coverage sweep per device clock.
 pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOptions) -> Breakdown {
+    breakdown_and_timelines(graph, options, None).0
+}
+
+/// [`breakdown`], and with `columns`, each device clock's
+/// [`DeviceTimeline`] of that many columns (at most), read from the same
+/// sweep: one per entry of `devices`, in its order. What `tally report`
+/// draws; the breakdown is the same either way.
+pub fn breakdown_with_timelines<G: ResolvedEvidence + ?Sized>(
+    graph: &G,
+    options: &BreakdownOptions,
+    columns: u32,
+) -> (Breakdown, Vec<DeviceTimeline>) {
+    let (result, timelines) = breakdown_and_timelines(graph, options, Some(columns));
+    (result, timelines.into_iter().map(Option::unwrap_or_default).collect())
+}
+
+fn breakdown_and_timelines<G: ResolvedEvidence + ?Sized>(
+    graph: &G,
+    options: &BreakdownOptions,
+    columns: Option<u32>,
+) -> (Breakdown, Vec<Option<DeviceTimeline>>) {
     let mut host = HostCalls::read(graph);
     let aligner = NearestAligner::new(graph.alignment_facts().map(|fact| {
         let (domains, window) =
@@ -235,18 +257,21 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
     } else {
         Vec::new()
     };
-    let mut rows: Vec<DeviceBreakdown> = devices
+    let mut rows: Vec<(DeviceBreakdown, Option<DeviceTimeline>)> = devices
         .into_iter()
-        .map(|work| finish_device(work, &host, &aligner, options.by_iteration.then_some(&iteration_refs[..])))
+        .map(|work| {
+            finish_device(work, &host, &aligner, options.by_iteration.then_some(&iteration_refs[..]), columns)
+        })
         .collect();
-    rows.sort_by(|a, b| {
+    rows.sort_by(|(a, _), (b, _)| {
         (&a.device_uuid, &a.clock_domain, a.clock_kind.as_str()).cmp(&(
             &b.device_uuid,
             &b.clock_domain,
             b.clock_kind.as_str(),
         ))
     });
-    Breakdown {
+    let (rows, timelines): (Vec<DeviceBreakdown>, Vec<Option<DeviceTimeline>>) = rows.into_iter().unzip();
+    let result = Breakdown {
         run_id: graph.run_id().map(str::to_owned),
         category_patterns: options
             .rules
@@ -254,5 +279,6 @@ pub fn breakdown<G: ResolvedEvidence + ?Sized>(graph: &G, options: &BreakdownOpt
             .map(|(pattern, category)| format!("{}={}", category.as_str(), pattern.as_str()))
             .collect(),
         devices: rows,
-    }
+    };
+    (result, timelines)
 }
