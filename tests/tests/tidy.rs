@@ -33,6 +33,7 @@ const ACCOUNTING_HALF: &[&str] = &[
     "tally-ingest",
     "tally-partial",
     "tally-conformance",
+    "tally-report",
 ];
 
 /// The profile half: the profiler and the framework adapters.
@@ -75,6 +76,7 @@ const LIGHT_CRATES: &[&str] = &[
     "tally-ingest",
     "tally-partial",
     "tally-conformance",
+    "tally-report",
     "tally-distributed",
 ];
 

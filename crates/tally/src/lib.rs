@@ -22,6 +22,8 @@ pub use tally_ingest as ingest;
 #[cfg(feature = "onnx")]
 pub use tally_onnx as onnx;
 pub use tally_profile as profile;
+/// One self-contained HTML page of a breakdown or a diff (`tally report`).
+pub use tally_report as report;
 pub use tally_resolve as resolve;
 /// The libtorch adapter (feature `torch`, off by default: it links libtorch).
 #[cfg(feature = "torch")]

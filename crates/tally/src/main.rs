@@ -39,6 +39,11 @@ enum Command {
     /// busy and exposed time, and the kernels that appeared, disappeared or
     /// changed most.
     Diff(cmd::diff::Args),
+    /// Write one self-contained HTML page of a run's breakdown (or, with
+    /// `--compare A B`, of two runs compared): per device clock a headline,
+    /// a timeline, category, idle and latency charts, streams and kernels,
+    /// each with its table, and the breakdown's JSON embedded.
+    Report(cmd::report::Args),
     /// Check a model of per-request shares of one iteration's GPU time
     /// against the measured budget.
     Shares(cmd::shares::Args),
@@ -77,6 +82,7 @@ fn main() -> ExitCode {
         Command::Account(args) => cmd::account::run(&args),
         Command::Breakdown(args) => cmd::breakdown::run(&args),
         Command::Diff(args) => cmd::diff::run(&args),
+        Command::Report(args) => cmd::report::run(&args),
         Command::Shares(args) => cmd::shares::run(&args),
         Command::Conform(args) => cmd::conform::run(&args),
         Command::Partial(args) => cmd::partial::run(&args),

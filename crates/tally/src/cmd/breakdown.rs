@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use tally_gpu_time::breakdown::{Breakdown, BreakdownOptions, DeviceBreakdown, breakdown};
 use tally_gpu_time::category::{Category, CategoryRules};
+use tally_resolve::StreamedRun;
 
 use super::Layout;
 use super::account::{Purpose, ratio, readable_ns, resolve_files, table::table};
@@ -112,13 +113,23 @@ pub(crate) fn run_breakdown(
     run: &RunArgs,
     options: &BreakdownOptions,
 ) -> Result<Breakdown, String> {
+    read_run(files, run, |resolved| breakdown(resolved, options))
+}
+
+/// Reads and resolves one run as the breakdown reads it, and hands it to
+/// `measure` (`tally report` takes the breakdown with its timelines).
+pub(crate) fn read_run<T>(
+    files: &[PathBuf],
+    run: &RunArgs,
+    measure: impl FnOnce(&StreamedRun) -> T,
+) -> Result<T, String> {
     let (trace, limits) = (&run.trace, &run.limits);
     let mut trace = trace.clone();
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
     // Names and launch correlations classify work and link launches.
     let run = resolve_files(files, &trace, limits, &run.partials, Purpose::Breakdown)?;
-    let result = breakdown(&run, options);
+    let result = measure(&run);
     // The process ends soon; the OS takes the memory back at once.
     std::mem::forget(run);
     Ok(result)

@@ -17,6 +17,7 @@ pub mod partial;
 pub mod profile;
 pub mod progress;
 mod readable;
+pub mod report;
 pub mod shares;
 pub mod validate;
 
