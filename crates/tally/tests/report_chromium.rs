@@ -71,14 +71,23 @@ fn chromium() -> Result<PathBuf, String> {
     find_chromium()
 }
 
-/// A reader's clicks before the DOM is read: each sortable table sorted by
-/// its second column, descending (a first click), so the tables are
-/// checked as the page's script leaves them, and their order with them.
+/// A reader's clicks before the DOM is read: each sortable table sorted,
+/// descending (a first click), by its first column whose cells all have a
+/// numeric `data-value`, so the tables are checked as the page's script
+/// leaves them, their order with them. Answers how many it sorted.
 const SORT_EVERY_TABLE: &str = r#"(() => {
   let sorted = 0;
   for (const table of document.querySelectorAll("table.tally-table.sortable")) {
-    const header = table.querySelectorAll("thead th")[1];
-    if (header) { header.click(); sorted += 1; }
+    const headers = table.querySelectorAll("thead th");
+    const rows = Array.from(table.tBodies[0] ? table.tBodies[0].rows : []);
+    for (let column = 1; column < headers.length; column++) {
+      const numeric = rows.length > 1 && rows.every(row => {
+        const cell = row.children[column];
+        const value = cell && cell.getAttribute("data-value");
+        return value !== null && value !== "" && !isNaN(Number(value));
+      });
+      if (numeric) { headers[column].click(); sorted += 1; break; }
+    }
   }
   return sorted;
 })()"#;
@@ -112,8 +121,14 @@ fn check_page(chromium: &Path, page: &Path, width: u32, height: u32) -> Rendered
         "{}: the dark scheme's background (luminance {dark}) is not darker than the light one's ({light})",
         page.display()
     );
-    let checked = tables::check(&rendered.dom).unwrap_or_else(|error| panic!("{}: {error}", page.display()));
-    eprintln!("{}: {checked} figures of the tables checked against tally-data", page.display());
+    let (checked, sorted) =
+        tables::check(&rendered.dom).unwrap_or_else(|error| panic!("{}: {error}", page.display()));
+    eprintln!(
+        "{}: {checked} figures of the tables checked against tally-data, {sorted} tables sorted by the page's \
+         script checked in order",
+        page.display()
+    );
+    assert!(sorted > 0, "{}: no table was sorted by a click", page.display());
     rendered
 }
 
@@ -293,15 +308,15 @@ fn looks_alike(old: &Image, new: &Image) -> Result<(), String> {
 }
 
 /// The table check can fail: on a page `tally report` writes it passes,
-/// and a figure's `data-value` or text changed, or a kernel's row dropped,
-/// each make it fail. Needs no Chromium (the page as written parses as
+/// and a figure's `data-value` or text changed, a table marked sorted the
+/// other way, or a kernel's row dropped, each make it fail. Needs no Chromium (the page as written parses as
 /// Chromium's serialization does).
 #[test]
 fn the_table_check_catches_a_wrong_figure() {
     let dir = tempfile::tempdir().unwrap();
     let page = report(dir.path(), &[kineto("nccl-distributed.json.gz")]);
     let html = std::fs::read_to_string(page).unwrap();
-    assert!(tables::check(&html).unwrap() > 10, "the page has keyed cells");
+    assert!(tables::check(&html).unwrap().0 > 10, "the page has keyed cells");
 
     let cell = r#"data-key="/devices/0/busy_ns" data-value=""#;
     let at = html.find(cell).expect("the overview shows device 0's busy time") + cell.len();
@@ -317,6 +332,19 @@ fn the_table_check_catches_a_wrong_figure() {
     let wrong_text = format!("{}{doubled}{}", &html[..text_at], &html[text_end..]);
     let error = tables::check(&wrong_text).unwrap_err();
     assert!(error.contains("/devices/0/busy_ns") && error.contains("reads as"), "{error}");
+
+    let kernels = html.find(r#"data-table="kernels""#).expect("the page has a kernel table");
+    let header = kernels + html[kernels..].find(r#"<th scope="col">summed</th>"#).unwrap();
+    let misordered = format!(
+        "{}<th scope=\"col\" aria-sort=\"ascending\">summed</th>{}",
+        &html[..header],
+        &html[header + r#"<th scope="col">summed</th>"#.len()..]
+    );
+    let error = tables::check(&misordered).unwrap_err();
+    assert!(
+        error.contains("table kernels: sorted on column 3"),
+        "the kernels go by summed time, descending: {error}"
+    );
 
     let row = r#"<tr data-key="/devices/0/kernels/0">"#;
     let start = html.find(row).expect("the kernel table shows the first kernel");

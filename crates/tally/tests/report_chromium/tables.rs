@@ -28,9 +28,10 @@ pub fn embedded_data(root: &Element) -> Result<Value, String> {
 }
 
 /// Checks every keyed cell and row of every `tally-table` of the DOM
-/// against the embedded data, and that the tables show each device's
-/// figures; returns how many cells were checked.
-pub fn check(dom: &str) -> Result<usize, String> {
+/// against the embedded data, that the tables show each device's figures,
+/// and that a table sorted by its script is in order; returns how many
+/// cells were checked and how many sorted tables.
+pub fn check(dom: &str) -> Result<(usize, usize), String> {
     let root = parse(dom).map_err(|error| format!("the DOM does not parse: {error}"))?;
     let data = embedded_data(&root)?;
     let tables = root.all(&|element| element.name == "table" && element.has_class("tally-table"));
@@ -38,7 +39,7 @@ pub fn check(dom: &str) -> Result<usize, String> {
         return Err("no table.tally-table".to_owned());
     }
     let mut shown = std::collections::BTreeSet::new();
-    let mut checked = 0;
+    let (mut checked, mut sorted) = (0, 0);
     for table in &tables {
         let name = table.attribute("data-table").unwrap_or("(unnamed)").to_owned();
         for element in table.all(&|element| element.attribute("data-key").is_some()) {
@@ -56,7 +57,9 @@ pub fn check(dom: &str) -> Result<usize, String> {
             }
             shown.insert(pointer.to_owned());
         }
-        check_order(table).map_err(|why| format!("table {name}: {why}"))?;
+        if check_order(table).map_err(|why| format!("table {name}: {why}"))? {
+            sorted += 1;
+        }
     }
     let kind = root
         .all(&|element| element.has_class("tally-report"))
@@ -65,7 +68,7 @@ pub fn check(dom: &str) -> Result<usize, String> {
         .unwrap_or_default()
         .to_owned();
     check_coverage(&root, &data, &kind, &shown)?;
-    Ok(checked)
+    Ok((checked, sorted))
 }
 
 fn check_cell(cell: &Element, value: &Value) -> Result<(), String> {
@@ -146,13 +149,13 @@ fn reads_as(text: &str, figure: f64, key: &str) -> Result<(), String> {
 
 /// A sortable table whose header says it is sorted (`aria-sort`) has its
 /// rows in that order where the column's sort keys (`data-value`, else the
-/// text) are all numbers.
-fn check_order(table: &Element) -> Result<(), String> {
+/// text) are all numbers; whether it was such a table.
+fn check_order(table: &Element) -> Result<bool, String> {
     let headers = table.all(&|element| element.name == "th" && element.attribute("scope") == Some("col"));
     let Some((column, descending)) = headers.iter().enumerate().find_map(|(index, header)| {
         header.attribute("aria-sort").map(|order| (index, order == "descending"))
     }) else {
-        return Ok(());
+        return Ok(false);
     };
     let bodies = table.all(&|element| element.name == "tbody");
     let rows = bodies.first().map(|body| body.all(&|element| element.name == "tr")).unwrap_or_default();
@@ -164,11 +167,11 @@ fn check_order(table: &Element) -> Result<(), String> {
             cell.attribute("data-value").map(str::to_owned).unwrap_or_else(|| cell.text()).parse().ok()
         })
         .collect();
-    let Some(keys) = keys else { return Ok(()) };
+    let Some(keys) = keys else { return Ok(false) };
     let ordered =
         keys.windows(2).all(|pair| if descending { pair[0] >= pair[1] } else { pair[0] <= pair[1] });
     if ordered {
-        Ok(())
+        Ok(true)
     } else {
         Err(format!("sorted on column {column} by its script, but the rows read {keys:?}"))
     }
