@@ -99,6 +99,13 @@ fn check_page(chromium: &Path, page: &Path, width: u32, height: u32) -> Rendered
     let rendered =
         render(chromium, page, width, height, SORT_EVERY_TABLE).unwrap_or_else(|error| panic!("{error}"));
     eprintln!("{}: rendered in {:.2} s", page.display(), started.elapsed().as_secs_f64());
+    // Kept for a look when a check fails: target/tmp/report-screenshots/TEST.png.
+    let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
+    let test = std::thread::current().name().unwrap_or("page").replace("::", "-");
+    if std::fs::create_dir_all(&shots).is_ok() {
+        let _ = std::fs::write(shots.join(format!("{test}.png")), &rendered.light_png);
+        let _ = std::fs::write(shots.join(format!("{test}-dark-half.png")), &rendered.dark_png);
+    }
     assert!(
         rendered.problems.is_empty(),
         "{}: the page reported problems:\n{}",
