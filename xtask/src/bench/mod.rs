@@ -46,6 +46,7 @@ const BENCHES: &[(&str, BenchFn)] = &[
     ("python-profile", python_profile::run),
     ("aggregate", aggregate::run),
     ("trace", trace::run),
+    ("trace-xplane", trace::run_xplane),
     ("breakdown", breakdown::run),
     ("onnx", onnx::run),
     ("torch", torch::run),

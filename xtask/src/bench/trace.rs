@@ -29,6 +29,15 @@
 //!   `tally account` of large-20k-kernels itself beside stormlog's Kineto
 //!   import + resolution + accounting of the same file (target: at least 30
 //!   times stormlog's speed).
+//!
+//! Issue 40 adds the **XPlane** row (`cargo xtask bench trace-xplane`): an
+//! XSpace protobuf of about 100 MB (5 MB with `--quick`) generated into the
+//! scratch folder (see `trace/xplane.rs`: two GPUs' stream lines of kernels
+//! and copies with correlation IDs and the host's launch calls), imported
+//! (`--dry-run`) on one core: MB/s, events/s, peak RSS; beside it the
+//! Kineto trace of the same size imported the same way, and the ratio of
+//! their events per second. Targets: XPlane at least as fast per event as
+//! Kineto; peak RSS under a fifth of the file's size.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
@@ -40,6 +49,8 @@ use serde_json::Value;
 
 use super::{BenchContext, Row, best_of_three};
 use crate::workspace_root;
+
+mod xplane;
 
 const SOURCE: &str = "crates/tally-trace/tests/fixtures/kineto/sampled-rank-0.json.gz";
 
@@ -557,6 +568,81 @@ fn run_real(ctx: &mut BenchContext, tally: &Path) -> anyhow::Result<()> {
         }
         None => row.note += "; stormlog not run (no reference Python: set TALLY_PYTHON)",
     }
+    ctx.record(row);
+    Ok(())
+}
+
+/// The GPU events `tally import --dry-run` of `input` reports (its summary
+/// on stderr: "N GPU events"), unmeasured.
+fn gpu_events(tally: &Path, input: &Path) -> anyhow::Result<u64> {
+    let output = Command::new(tally).args(["import", "--dry-run"]).arg(input).output()?;
+    let summary = String::from_utf8_lossy(&output.stderr);
+    let count = summary
+        .split(" GPU events")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|number| number.parse().ok());
+    count.with_context(|| format!("no GPU event count in the import summary: {summary}"))
+}
+
+/// The XPlane import on one core beside the Kineto import of a trace of the
+/// same size, each the best of three runs (by wall time; its CPU time
+/// kept too, which a machine shared with other work does not inflate).
+/// Events per second compare every event each file holds; GPU events per
+/// second compare the events the build does most work for (the generated
+/// XPlane is all GPU activities and their launches, the Kineto trace mostly
+/// CPU ops).
+pub(super) fn run_xplane(ctx: &mut BenchContext) -> anyhow::Result<()> {
+    let target_bytes = if ctx.quick() { 5_000_000 } else { 100_000_000 };
+    let path = ctx.scratch_dir().join(format!("xplane-{}mb.xplane.pb", target_bytes / 1_000_000));
+    let [bytes, events] = super::cached_input(&path, |path| {
+        let made = xplane::generate(path, target_bytes)?;
+        Ok([made.bytes, made.events])
+    })?;
+    let made = Generated { bytes, events };
+    let (kineto_path, kineto) = trace(ctx.scratch_dir(), target_bytes)?;
+    let tally = ctx.tally_bin()?;
+    let import = |ctx: &BenchContext, name: String, input: &Path, made: &Generated| {
+        best_of_three(
+            || {
+                let before = children_cpu_seconds();
+                let mut command = one_core(&tally);
+                command.args(["import", "--dry-run"]).arg(input);
+                let row = measured_row(ctx, name.clone(), &mut command, made)?.0;
+                Ok((row, children_cpu_seconds() - before))
+            },
+            |(row, _)| row.tally.seconds,
+        )
+    };
+    let kineto_name = format!("trace import (Kineto {} MB, --dry-run), one core", kineto.bytes / 1_000_000);
+    let (mut kineto_row, kineto_cpu) = import(ctx, kineto_name, &kineto_path, &kineto)?;
+    let name = format!("trace import (XPlane {} MB, --dry-run), one core", made.bytes / 1_000_000);
+    let (mut row, cpu) = import(ctx, name, &path, &made)?;
+    let (kineto_gpu, gpu) = (gpu_events(&tally, &kineto_path)?, gpu_events(&tally, &path)?);
+    let per_second = |row: &Row| row.items.unwrap_or(0) as f64 / row.tally.seconds;
+    let ratio = per_second(&row) / per_second(&kineto_row);
+    let cpu_ratio = (made.events as f64 / cpu) / (kineto.events as f64 / kineto_cpu);
+    let gpu_ratio = (gpu as f64 / cpu) / (kineto_gpu as f64 / kineto_cpu);
+    let budget = made.bytes / 5;
+    row.note = format!(
+        "best of 3; {}; {ratio:.2}x the Kineto import's events/s by wall time ({:.0} vs {:.0}), {cpu_ratio:.2}x by \
+         CPU time; GPU events: {gpu} vs Kineto's {kineto_gpu}, {:.0} vs {:.0} per CPU second ({gpu_ratio:.2}x); \
+         target: >= 1x per event, rss < {} MB (a fifth)",
+        row.note,
+        per_second(&row),
+        per_second(&kineto_row),
+        gpu as f64 / cpu,
+        kineto_gpu as f64 / kineto_cpu,
+        budget / 1_000_000
+    );
+    if ratio < 1.0 && cpu_ratio < 1.0 {
+        row.note += "; BELOW TARGET";
+    }
+    if row.tally.peak_rss_bytes.is_some_and(|rss| rss >= budget) {
+        row.note += "; RSS ABOVE TARGET";
+    }
+    kineto_row.note = format!("best of 3; {}; the XPlane row's comparison", kineto_row.note);
+    ctx.record(kineto_row);
     ctx.record(row);
     Ok(())
 }
