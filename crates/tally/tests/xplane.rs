@@ -39,6 +39,10 @@ const FIXTURES: [&str; 3] = [
 
 /// `(activity_count, summed_ns, busy_ns)` per device, sorted.
 type DeviceRows = Vec<(u64, u64, u64)>;
+/// Each GPU activity's `(start_ns, end_ns)`, sorted.
+type Spans = Vec<(u64, u64)>;
+/// Each linked GPU activity's `(correlation id, host call)`, sorted.
+type Links = Vec<(u64, String)>;
 
 /// What `tally account --format json` reports per device.
 fn account_rows(path: &Path) -> DeviceRows {
@@ -59,7 +63,7 @@ fn account_rows(path: &Path) -> DeviceRows {
 }
 
 /// What `tally import` writes: each GPU activity's span and launch link.
-fn imported(path: &Path) -> (Vec<(u64, u64)>, Vec<(u64, String)>) {
+fn imported(path: &Path) -> (Spans, Links) {
     let dir = tempfile::tempdir().unwrap();
     let artifact = dir.path().join("run.jsonl");
     let output = tally(&["import", text(path), "-o", text(&artifact), "--format", "v2"]);
@@ -81,7 +85,7 @@ fn imported(path: &Path) -> (Vec<(u64, u64)>, Vec<(u64, String)>) {
 }
 
 /// A reading's device rows, spans and links (the shape both readings share).
-fn expected(reading: &Value) -> (DeviceRows, Vec<(u64, u64)>, Vec<(u64, String)>) {
+fn expected(reading: &Value) -> (DeviceRows, Spans, Links) {
     let mut rows: DeviceRows = reading["devices"]
         .as_object()
         .unwrap()
