@@ -129,13 +129,10 @@ def real_profiles(tmp_path_factory) -> dict[str, pathlib.Path]:
     return made
 
 
-def real_or_fixture(request, real_profiles) -> pathlib.Path:
-    return real_profiles[request.param] if isinstance(request.param, str) else request.param
-
-
 @pytest.fixture(params=["jax", "tensorflow", *FIXTURE_FILES], ids=lambda p: p if isinstance(p, str) else p.name)
 def profile(request, real_profiles) -> pathlib.Path:
-    return real_or_fixture(request, real_profiles)
+    """Every file: the real profilers' (by name) and the fixtures."""
+    return real_profiles[request.param] if isinstance(request.param, str) else request.param
 
 
 @pytest.fixture(params=FIXTURE_FILES, ids=lambda p: p.name)
