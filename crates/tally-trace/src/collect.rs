@@ -5,7 +5,7 @@
 //! events from it is shared. A row is a few dozen bytes, so a trace's rows
 //! take a small fraction of its JSON text.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 use tally_utils::chunked::Chunked;
 use tally_utils::intern::Interner;
@@ -183,11 +183,12 @@ pub(crate) struct Collected {
     pub(crate) notes: Vec<String>,
     /// Rows present in the source that no reader imports, by what they are.
     pub(crate) not_imported: BTreeMap<String, u64>,
-    /// Labels of GPU rows by row index: names (interned in `names`, or
-    /// `NONE_U32`) under [`LABEL_KEYS`], written into the row's activity
+    /// Labels of GPU rows: (row index, names interned in `names` or
+    /// `NONE_U32` under [`LABEL_KEYS`]), sorted by row index (16 bytes a
+    /// labelled row, no hash table), written into the row's activity
     /// metadata. Only XPlane fills it (its profiles are read whole, never
     /// split, so [`Collected::absorb`] does not carry it).
-    pub(crate) gpu_labels: HashMap<u32, [u32; 3]>,
+    pub(crate) gpu_labels: Vec<(u32, [u32; 3])>,
 }
 
 /// How many malformed-event messages a summary keeps.

@@ -323,7 +323,7 @@ pub(crate) fn looks_like_xspace(source: &mut dyn Read) -> bool {
     if key == 0x12 {
         // The name, when it is within the head read.
         let Some(name) = usize::try_from(length).ok().and_then(|length| head.get(at..at + length)) else {
-            return !whole && length > 0 && length <= (XSPACE_HEAD as u64);
+            return !whole && length > 0 && length <= XSPACE_HEAD;
         };
         return std::str::from_utf8(name).is_ok();
     }

@@ -286,7 +286,7 @@ fn the_real_profile_imports_as_the_independent_reading_says() {
     let gzipped = dir.path().join("real.xplane.pb.gz");
     gzip(&std::fs::read(fixture(REAL)).unwrap(), &gzipped);
     for path in [fixture(REAL), gzipped] {
-        let (events, summary) = import(&[path.clone()], Detail::Kernel);
+        let (events, summary) = import(std::slice::from_ref(&path), Detail::Kernel);
         let trace = &summary.traces[0];
         assert_eq!(trace["format"], "xplane", "{path:?}");
         assert_eq!(trace["host"], "934987a2fc2f");
@@ -319,7 +319,12 @@ fn the_real_profile_imports_as_the_independent_reading_says() {
         // Each kernel's XLA op, module and framework op, from its stats.
         assert_eq!(labels(&events), reading.labels);
         assert_eq!(reading.labels.len(), 150);
-        assert_eq!(trace["devices"]["0"]["name"], "AMD GPU (compute capability 9.5)", "{trace:#?}");
+        let device = &trace["devices"]["0"];
+        assert_eq!(device["name"], "AMD GPU (compute capability 9.5)", "{trace:#?}");
+        assert_eq!(device["compute_capability"], "9.5");
+        assert_eq!(device["total_memory_bytes"], 309_220_868_096u64);
+        assert_eq!(trace["device_properties"][0]["core_count"], 256);
+        assert_eq!(trace["backend"], "rocm");
     }
 }
 
@@ -402,7 +407,7 @@ fn mutated_profiles_are_read_or_refused_never_a_panic() {
             }
         }
         std::fs::write(&path, &bytes).unwrap();
-        match import_traces_to_vec(&[path.clone()], &options(Detail::Launch)) {
+        match import_traces_to_vec(std::slice::from_ref(&path), &options(Detail::Launch)) {
             Ok(_) => read += 1,
             Err(error) => {
                 assert!(error.to_string().contains("mutated.xplane.pb"), "{error}");

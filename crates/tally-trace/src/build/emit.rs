@@ -390,7 +390,11 @@ impl<'a> Emitter<'a> {
             })
             .count() as u64;
         let pid = launch_row.map_or(first.pid, |row| row.pid);
-        let labels = collected.gpu_labels.get(&group[0]);
+        let labels = collected
+            .gpu_labels
+            .binary_search_by_key(&group[0], |&(row, _)| row)
+            .ok()
+            .map(|index| &collected.gpu_labels[index].1);
         self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, labels, out)?;
         let device_key = (first.pid, first.device);
         if let std::collections::btree_map::Entry::Vacant(entry) = self.tally.devices.entry(device_key) {

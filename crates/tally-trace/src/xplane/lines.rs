@@ -63,7 +63,7 @@ pub(crate) type Labels = [u32; 3];
 #[derive(Debug, Default)]
 pub(crate) struct Gathered {
     /// GPU rows' labels from their own stats: (row index, labels).
-    pub(crate) labels: Vec<(usize, Labels)>,
+    pub(crate) labels: Vec<(u32, Labels)>,
     /// Derived-line events of this plane: (label, start, end, name).
     pub(crate) derived: Vec<(Label, u64, u64, u32)>,
     /// Events of aggregated lines (`num_occurrences`), not timed.
@@ -286,8 +286,11 @@ impl Lines<'_> {
             PlaneKind::Host => NONE_U32,
         };
         let name = self.name(event.metadata_id);
-        if labels.iter().any(|&label| label != NONE_U32) {
-            self.gathered.labels.push((self.collected.gpu.len(), labels));
+        // Build numbers GPU rows with u32, as every reader's.
+        if labels.iter().any(|&label| label != NONE_U32)
+            && let Ok(row) = u32::try_from(self.collected.gpu.len())
+        {
+            self.gathered.labels.push((row, labels));
         }
         self.collected.gpu.push(GpuEvent {
             start,
@@ -364,6 +367,7 @@ fn stream_of_name(name: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use super::*;
 

@@ -188,6 +188,7 @@ pub(crate) struct StatMetadataEntry {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use std::collections::BTreeMap;
 

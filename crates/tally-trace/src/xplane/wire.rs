@@ -300,6 +300,7 @@ impl<R: Read + Seek> Wire<R> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "a test fails by panicking")]
 mod tests {
     use std::io::Cursor;
 
