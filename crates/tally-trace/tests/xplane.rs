@@ -522,6 +522,9 @@ fn synthetic() -> XSpace {
             event(4, 700_000, 100_000, vec![c(16)]),
             // Memset by stat: [13,000, 13,050)
             event(5, 3_000_000, 50_000, vec![c(17), details(MEMSET)]),
+            // MemcpyH2D and MemcpyP2P by name: [14,000, 14,100), [14,100, 14,300).
+            event(8, 4_000_000, 100_000, vec![c(18)]),
+            event(9, 4_100_000, 200_000, vec![c(19)]),
             // An allocator event: not GPU work.
             event(6, 0, 1000, vec![stat(10, XStatValue::StrValue("x".into()))]),
         ],
@@ -540,6 +543,8 @@ fn synthetic() -> XSpace {
             (5, "memset"),
             (6, "alloc"),
             (7, "fusion.2"),
+            (8, "MemcpyH2D"),
+            (9, "MemcpyP2P"),
         ],
         &gpu_stats,
         vec![
@@ -565,7 +570,7 @@ fn synthetic() -> XSpace {
             77,
             "python3",
             9_000,
-            calls(&[(1, 11), (1, 12), (2, 13), (2, 15), (2, 16), (3, 17), (4, 14)]),
+            calls(&[(1, 11), (1, 12), (2, 13), (2, 15), (2, 16), (3, 17), (4, 14), (2, 18), (2, 19)]),
         )],
         &[(1, "cuLaunchKernel"), (2, "cudaMemcpyAsync"), (3, "cudaMemsetAsync"), (4, "cudaGraphLaunch")],
         &[(CORRELATION, "correlation_id")],
@@ -612,17 +617,22 @@ fn a_synthetic_profile_gives_the_figures_worked_out_by_hand() {
             // 2,000,999 ps floors to 2,000 ns; its end 2,100,499 ps to 2,100.
             (12_000, 12_100, 14, Some("cudaGraphLaunch"), "gpu_kernel"),
             (13_000, 13_050, 17, Some("cudaMemsetAsync"), "gpu_memset"),
+            (14_000, 14_100, 18, Some("cudaMemcpyAsync"), "gpu_memcpy"),
+            (14_100, 14_300, 19, Some("cudaMemcpyAsync"), "gpu_memcpy"),
         ]
     );
-    // Busy: [10,000, 10,900) + [11,000, 11,200) + [12,000, 12,100) + [13,000, 13,050)
-    // = 900 + 200 + 100 + 50; summed: 500+400+500+100+200+100+50.
+    // Busy: [10,000, 10,900) + [11,000, 11,200) + [12,000, 12,100) +
+    // [13,000, 13,050) + [14,000, 14,300) = 900 + 200 + 100 + 50 + 300;
+    // summed: 500 + 400 + 500 + 100 + 200 + 100 + 50 + 100 + 200.
     let figures = device_figures(&events);
-    assert_eq!(figures.values().next().unwrap(), &(1_250, 1_850));
+    assert_eq!(figures.values().next().unwrap(), &(1_550, 2_150));
     let trace = &summary.traces[0];
     assert_eq!(trace["devices"]["0"]["name"], "NVIDIA H100 80GB HBM3", "{trace:#?}");
     assert_eq!(trace["backend"], "cupti");
     assert_eq!(trace["graph_gpu_events"], 1);
-    assert_eq!(runtime_count(&events), 7);
+    assert_eq!(runtime_count(&events), 9);
+    assert_eq!(trace["relative_lines"], 4, "three GPU lines and the host's");
+    assert_eq!(trace["ignored_events"]["xplane memory event"], 1);
     let graph: Vec<Option<u64>> = events
         .iter()
         .filter_map(|event| match event.body() {
@@ -648,4 +658,19 @@ fn a_synthetic_profile_gives_the_figures_worked_out_by_hand() {
             (16, label("fusion.2"))
         ])
     );
+}
+
+#[test]
+fn without_a_task_environment_line_timestamps_are_used_as_written() {
+    let mut space = synthetic();
+    space.planes.retain(|plane| plane.name != "Task Environment");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("no-environment.xplane.pb");
+    std::fs::write(&path, space.encode_to_vec()).unwrap();
+    let (events, summary) = import(&[path], Detail::Kernel);
+    let starts: BTreeSet<u128> = gpu_activities(&events).iter().map(|activity| activity.1).collect();
+    assert_eq!(starts.first(), Some(&10_000));
+    assert_eq!(starts.last(), Some(&14_100));
+    let notes = summary.traces[0]["notes"].to_string();
+    assert!(notes.contains("no Task Environment start time"), "{notes}");
 }
