@@ -269,6 +269,39 @@ fn the_real_profile_is_detected_by_name_and_by_content() {
     assert_eq!(detect_format(&gzipped).unwrap(), Some(TraceFormat::XPlane { gzip: true }));
 }
 
+#[test]
+fn content_sniffing_is_conservative() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    // JSON text may open with a newline (0x0a, XSpace's first key), but
+    // never goes on as a plane does.
+    for text in ["\n{\"traceEvents\": []}", "\n\n{\"event_type\": \"x\"}\n", "\n[1, 2]"] {
+        let format = detect_format(&write("input", text.as_bytes())).unwrap();
+        assert_ne!(format, Some(TraceFormat::XPlane { gzip: false }), "{text:?}");
+    }
+    // A plane whose length runs past the end, or whose name is not UTF-8.
+    assert_eq!(detect_format(&write("short", &[0x0a, 0x40, 0x12, 0x02, b'a', b'b'])).unwrap(), None);
+    assert_eq!(detect_format(&write("latin1", &[0x0a, 0x04, 0x12, 0x02, 0xff, 0xfe])).unwrap(), None);
+    // The smallest space that passes: one plane named "/host:CPU".
+    let mut plane = vec![0x12, 9];
+    plane.extend(b"/host:CPU");
+    let mut space = vec![0x0a, plane.len() as u8];
+    space.extend(&plane);
+    assert_eq!(detect_format(&write("space", &space)).unwrap(), Some(TraceFormat::XPlane { gzip: false }));
+    // Forced to be a trace, a file with no telling name is XPlane only by
+    // content: the same bytes under `.json` stay Kineto's.
+    let opened =
+        tally_trace::open_input(&write("space.json", &space), Some(tally_trace::InputKind::Trace)).unwrap();
+    assert_eq!(opened.format(), tally_trace::InputFormat::Trace(TraceFormat::KinetoJson { gzip: false }));
+    let opened =
+        tally_trace::open_input(&write("space.bin", &space), Some(tally_trace::InputKind::Trace)).unwrap();
+    assert_eq!(opened.format(), tally_trace::InputFormat::Trace(TraceFormat::XPlane { gzip: false }));
+}
+
 fn gzip(bytes: &[u8], path: &Path) {
     use std::io::Write;
     let mut encoder =
