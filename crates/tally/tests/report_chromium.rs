@@ -209,19 +209,21 @@ fn xplane_profile() {
     check_page(&chromium, &page, WIDTH, HEIGHT);
 }
 
-/// docs/report.md's pictures: the report of the shipped example run and a
-/// comparison, each made again (into `target/tmp/report-screenshots`, with
-/// its dark twin for a look) and compared with the committed one.
+/// docs/report.md's pictures (also README.md's): the report of the
+/// shipped example run and a comparison. Each committed picture exists,
+/// is under 300 KB and has the viewport's size; where Chromium is, each is
+/// made again (into `target/tmp/report-screenshots`, with its dark twin
+/// for a look) and compared with the committed one.
 #[test]
 fn docs_screenshots_stay_true() {
-    let chromium = match chromium() {
-        Ok(chromium) => chromium,
-        Err(why) => return tally_testkit::skip(why),
-    };
     let update = std::env::var_os("TALLY_UPDATE_SCREENSHOTS").is_some_and(|value| value == "1");
     let images = workspace().join("docs/images");
     let fresh = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-screenshots");
     std::fs::create_dir_all(&fresh).unwrap();
+    let chromium = chromium();
+    if let Err(why) = &chromium {
+        tally_testkit::skip(format!("the pictures are not made again: {why}"));
+    }
     // The pictures were made where the page's sans-serif is DejaVu Sans (the
     // test command installs fonts-dejavu-core); with another font every
     // line of text moves, so the likeness is not judged there.
@@ -239,19 +241,22 @@ fn docs_screenshots_stay_true() {
         ),
     ];
     for (name, args) in pictures {
-        let dir = tempfile::tempdir().unwrap();
-        // Relative paths, from the workspace: the page names its inputs, and
-        // the picture must not show this machine's directories.
-        let args: Vec<PathBuf> = args.iter().map(PathBuf::from).collect();
-        let page = report(dir.path(), &args);
-        let rendered = check_page(&chromium, &page, WIDTH, PICTURE_HEIGHT);
-        std::fs::write(fresh.join(name), &rendered.light_png).unwrap();
-        std::fs::write(fresh.join(name.replace(".png", "-dark-half.png")), &rendered.dark_png).unwrap();
         let committed = images.join(name);
-        if update {
-            std::fs::write(&committed, &rendered.light_png).unwrap();
-            eprintln!("wrote {} ({} bytes)", committed.display(), rendered.light_png.len());
-        }
+        let rendered = chromium.as_ref().ok().map(|chromium| {
+            let dir = tempfile::tempdir().unwrap();
+            // Relative paths, from the workspace: the page names its inputs,
+            // and the picture must not show this machine's directories.
+            let args: Vec<PathBuf> = args.iter().map(PathBuf::from).collect();
+            let page = report(dir.path(), &args);
+            let rendered = check_page(chromium, &page, WIDTH, PICTURE_HEIGHT);
+            std::fs::write(fresh.join(name), &rendered.light_png).unwrap();
+            std::fs::write(fresh.join(name.replace(".png", "-dark-half.png")), &rendered.dark_png).unwrap();
+            if update {
+                std::fs::write(&committed, &rendered.light_png).unwrap();
+                eprintln!("wrote {} ({} bytes)", committed.display(), rendered.light_png.len());
+            }
+            rendered
+        });
         let bytes = std::fs::read(&committed).unwrap_or_else(|error| {
             panic!("{}: {error} (TALLY_UPDATE_SCREENSHOTS=1 makes it)", committed.display())
         });
@@ -263,6 +268,7 @@ fn docs_screenshots_stay_true() {
         );
         let old = Image::decode(&bytes).unwrap_or_else(|error| panic!("{}: {error}", committed.display()));
         assert_eq!((old.width, old.height), (WIDTH, PICTURE_HEIGHT), "{}: size", committed.display());
+        let Some(rendered) = rendered else { continue };
         if !comparable {
             tally_testkit::skip(format!(
                 "{name}: not compared with a fresh rendering: the sans-serif font here is {font:?}, not \
