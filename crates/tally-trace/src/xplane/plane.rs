@@ -126,7 +126,10 @@ impl Plane {
     }
 
     /// Reads the plane's fields between `start` and `stop`, skipping its
-    /// lines; `full` reads the maps and stats too (else only ID and name).
+    /// lines; `full` reads the maps and stats too. Without `full` only the
+    /// ID and name are wanted, and reading stops at the first later field:
+    /// protobuf writers put fields in number order, so a plane with many
+    /// lines and metadata entries is not walked to find its name.
     pub(crate) fn read<R: Read + Seek>(
         wire: &mut Wire<R>,
         start: u64,
@@ -144,6 +147,9 @@ impl Plane {
         while wire.position() < stop {
             let key_offset = wire.position();
             let (field, wire_type) = wire.key(stop)?;
+            if field > 2 && !full {
+                break;
+            }
             match (field, full) {
                 (1, _) => {
                     wire.expect("XPlane", 1, wire_type, VARINT, key_offset)?;
