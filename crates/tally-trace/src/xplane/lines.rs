@@ -10,7 +10,7 @@
 use std::io::{Read, Seek};
 
 use super::plane::{Known, Plane, integer};
-use super::proto::{XEvent, XEventData};
+use super::proto::{XEvent, XEventData, XStatValue};
 use super::wire::{LEN, MAX_NAME, VARINT, Wire, WireResult, XPlaneRule, fail};
 use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::ranges::SpanMatcher;
@@ -248,7 +248,9 @@ impl Lines<'_> {
         let stats = event.stats.iter().chain(meta.into_iter().flat_map(|meta| meta.stats.iter()));
         let (mut kind, mut memory, mut correlation, mut graph, mut exec) = (None, false, 0u64, 0u64, 0u64);
         let mut labels: Labels = [NONE_U32; 3];
-        let mut label_texts: [Option<&str>; 3] = [None; 3];
+        // A label given by reference (XLA's usual way) is interned once per
+        // stat metadata, after this loop; one given as text at once.
+        let mut label_refs: [Option<i64>; 3] = [None; 3];
         for stat in stats {
             let Some(known) = plane.known(stat) else { continue };
             let positive = || integer(stat).and_then(|value| u64::try_from(value).ok()).unwrap_or(0);
@@ -261,10 +263,18 @@ impl Lines<'_> {
                 Known::GraphId if graph == 0 => graph = positive(),
                 Known::GraphExecId if exec == 0 => exec = positive(),
                 other => {
-                    if let Some(label) = Label::of_stat(other) {
-                        let slot = &mut label_texts[label as usize];
-                        if slot.is_none() {
-                            *slot = plane.text(stat).filter(|text| !text.is_empty());
+                    if let Some(label) = Label::of_stat(other)
+                        && labels[label as usize] == NONE_U32
+                        && label_refs[label as usize].is_none()
+                    {
+                        match &stat.value {
+                            Some(XStatValue::RefValue(id)) => {
+                                label_refs[label as usize] = i64::try_from(*id).ok();
+                            }
+                            Some(XStatValue::StrValue(text)) if !text.is_empty() => {
+                                labels[label as usize] = self.collected.names.intern(text);
+                            }
+                            _ => {}
                         }
                     }
                 }
@@ -276,9 +286,14 @@ impl Lines<'_> {
             return;
         }
         let kind = kind.unwrap_or_else(|| kind_of_name(name_text));
-        for (slot, text) in labels.iter_mut().zip(label_texts) {
-            if let Some(text) = text {
-                *slot = self.collected.names.intern(text);
+        for (slot, id) in labels.iter_mut().zip(label_refs) {
+            if let Some(meta) = id.and_then(|id| self.plane.stats.get_mut(&id))
+                && !meta.name.is_empty()
+            {
+                if meta.interned == NONE_U32 {
+                    meta.interned = self.collected.names.intern(&meta.name);
+                }
+                *slot = meta.interned;
             }
         }
         let ordinal = match self.kind {

@@ -74,6 +74,8 @@ impl Known {
 pub(crate) struct StatMeta {
     pub(crate) name: Box<str>,
     pub(crate) known: Option<Known>,
+    /// The name interned in the import's names, once used as a label.
+    pub(crate) interned: u32,
 }
 
 /// One event metadata: the name, and the stats every such event has.
@@ -184,7 +186,10 @@ impl Plane {
                     let entry: StatMetadataEntry = wire.message(end, "XPlane.stat_metadata entry")?;
                     let name = entry.value.map(|value| value.name).unwrap_or_default();
                     let known = Known::of(&name);
-                    plane.stats.insert(entry.key, StatMeta { name: name.into_boxed_str(), known });
+                    plane.stats.insert(
+                        entry.key,
+                        StatMeta { name: name.into_boxed_str(), known, interned: NONE_U32 },
+                    );
                 }
                 (6, true) => {
                     wire.expect("XPlane", 6, wire_type, LEN, key_offset)?;
