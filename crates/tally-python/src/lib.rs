@@ -24,6 +24,7 @@ mod paths;
 mod profiler;
 mod profiling;
 mod records;
+mod report;
 mod results;
 mod trace;
 
@@ -86,6 +87,7 @@ fn _native(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_function(wrap_pyfunction!(account_paths, module)?)?;
     module.add_function(wrap_pyfunction!(partials::breakdown_paths, module)?)?;
     partials::register(module)?;
+    report::register(module)?;
 
     module.add_function(wrap_pyfunction!(trace::import_trace, module)?)?;
 

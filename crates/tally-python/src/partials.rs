@@ -126,8 +126,11 @@ fn broken_down<'py>(
     run: &StreamedRun,
     options: &BreakdownOptions,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let result = py.detach(|| tally_gpu_time::breakdown::breakdown(run, options));
-    breakdown_object(py, &result)
+    let (result, timelines) = py.detach(|| {
+        let columns = tally_report::DEFAULT_TIMELINE_COLUMNS;
+        tally_gpu_time::breakdown::breakdown_with_timelines(run, options, columns)
+    });
+    crate::report::breakdown_result(py, breakdown_object(py, &result)?, timelines)
 }
 
 /// The overlap breakdown of one run's artifacts or traces, as `tally

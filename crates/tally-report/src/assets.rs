@@ -22,6 +22,7 @@ border-bottom:1px solid var(--line)}.tally-report h3{font-size:1.05em;margin:1.1
 .tally-report .chart-and-table{display:grid;grid-template-columns:minmax(0,3fr) minmax(0,2fr);gap:14px;align-items:start}
 @media (max-width:900px){.tally-report .chart-and-table{grid-template-columns:1fr}}
 .tally-report svg.tally-chart{width:100%;height:auto;display:block}
+.tally-report svg.bars,.tally-report svg.columns{max-width:760px}
 .tally-report .lane-bg{fill:var(--lane)}.tally-report .lane-label{fill:var(--fg);font-size:12px;text-anchor:end}
 .tally-report .tick-label{fill:var(--muted);font-size:11px;text-anchor:middle}
 .tally-report .bar-note{fill:var(--fg);font-size:12px}

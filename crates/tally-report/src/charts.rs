@@ -17,6 +17,13 @@ const WIDTH: u64 = 1000;
 const PLOT_X: u64 = 150;
 /// The plot's width.
 const PLOT_WIDTH: u64 = WIDTH - PLOT_X - 20;
+/// The view box width of the charts drawn beside a table (bars, columns):
+/// about their width on the page, so their text reads at its size.
+const SMALL_WIDTH: u64 = 600;
+/// Where their plots start.
+const SMALL_PLOT_X: u64 = 170;
+/// Their plots' width.
+const SMALL_PLOT_WIDTH: u64 = SMALL_WIDTH - SMALL_PLOT_X - 10;
 /// One timeline lane's height.
 const LANE: u64 = 18;
 /// Between lanes.
@@ -180,12 +187,12 @@ pub struct Bar {
 /// Horizontal bars on one scale (the longest bar, or `scale` when larger).
 pub fn bars(name: &str, bars: &[Bar], scale: u128) -> String {
     const ROW: u64 = 24;
-    const BAR_WIDTH: u64 = PLOT_WIDTH - 160;
+    const BAR_WIDTH: u64 = SMALL_PLOT_WIDTH - 190;
     let longest = bars.iter().map(|bar| bar.segments.iter().map(|segment| segment.0).sum::<u128>()).max();
     let scale = longest.unwrap_or(0).max(scale).max(1);
     let height = ROW * bars.len() as u64 + 4;
     let mut svg = format!(
-        "<svg class=\"tally-chart bars\" viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" aria-label=\"{}\">",
+        "<svg class=\"tally-chart bars\" viewBox=\"0 0 {SMALL_WIDTH} {height}\" role=\"img\" aria-label=\"{}\">",
         escape(name)
     );
     for (row, bar) in bars.iter().enumerate() {
@@ -193,11 +200,11 @@ pub fn bars(name: &str, bars: &[Bar], scale: u128) -> String {
         let _ = write!(
             svg,
             "<text class=\"lane-label\" x=\"{}\" y=\"{}\">{}</text>",
-            PLOT_X - 8,
+            SMALL_PLOT_X - 8,
             y + 15,
             escape(&bar.label)
         );
-        let mut x = PLOT_X as f64;
+        let mut x = SMALL_PLOT_X as f64;
         for (value, class, title) in &bar.segments {
             // Positions are pixels: the one place a float is right.
             let width = *value as f64 * BAR_WIDTH as f64 / scale as f64;
@@ -233,21 +240,21 @@ pub fn columns(
     const HEIGHT: u64 = 160;
     let tallest = entries.iter().map(|entry| entry.0).max().unwrap_or(0).max(1);
     let count = entries.len().max(1) as f64;
-    let slot = PLOT_WIDTH as f64 / count;
+    let slot = SMALL_PLOT_WIDTH as f64 / count;
     let total_height = HEIGHT + if labels { 40 } else { 10 };
     let mut svg = format!(
-        "<svg class=\"tally-chart columns\" viewBox=\"0 0 {WIDTH} {total_height}\" role=\"img\" aria-label=\"{}\">\
+        "<svg class=\"tally-chart columns\" viewBox=\"0 0 {SMALL_WIDTH} {total_height}\" role=\"img\" aria-label=\"{}\">\
          <text class=\"lane-label\" x=\"{}\" y=\"12\">{}</text>\
-         <line class=\"axis\" x1=\"{PLOT_X}\" y1=\"{HEIGHT}\" x2=\"{}\" y2=\"{HEIGHT}\"/>",
+         <line class=\"axis\" x1=\"{SMALL_PLOT_X}\" y1=\"{HEIGHT}\" x2=\"{}\" y2=\"{HEIGHT}\"/>",
         escape(name),
-        PLOT_X - 8,
+        SMALL_PLOT_X - 8,
         escape(top),
-        PLOT_X + PLOT_WIDTH
+        SMALL_PLOT_X + SMALL_PLOT_WIDTH
     );
     for (index, (value, class, label, title)) in entries.iter().enumerate() {
         let height =
             (*value as f64 * (HEIGHT - 10) as f64 / tallest as f64).max(if *value > 0 { 1.0 } else { 0.0 });
-        let x = PLOT_X as f64 + index as f64 * slot;
+        let x = SMALL_PLOT_X as f64 + index as f64 * slot;
         let _ = write!(
             svg,
             "<rect class=\"c-{class}\" x=\"{:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{height:.2}\"><title>{}</title></rect>",

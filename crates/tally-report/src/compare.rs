@@ -8,10 +8,10 @@ use tally_gpu_time::breakdown::{Breakdown, DeviceBreakdown, DeviceTimeline};
 use tally_gpu_time::diff::{BreakdownDiff, Change, ClockRef, DeviceDiff};
 
 use crate::charts::{self, Bar, CATEGORY_NAMES, IDLE_NAMES};
-use crate::html::{Cell, Table, escape};
+use crate::html::{Cell, Table, escape, shorten};
 use crate::run::left_out;
 use crate::units::{readable_ns, signed_ns};
-use crate::{ReportOptions, legend, legend_labelled};
+use crate::{NAME_CHARS, ReportOptions, legend, legend_labelled};
 
 /// One run as the comparison page draws it: its breakdown and timelines.
 #[derive(Debug, Clone, Copy)]
@@ -177,12 +177,17 @@ fn device_section(
         &["", "A", "B", "change", "%"],
         false,
     );
-    for (label, pointer, change) in &figures {
+    for (row, (label, pointer, change)) in figures.iter().enumerate() {
+        // The chart draws the busy figures (the first nine); the table has
+        // the summed ones too.
         for (side, value, class) in [("A", change.a_ns, "run-a"), ("B", change.b_ns, "run-b")] {
+            if row >= 9 {
+                break;
+            }
             bars.push(Bar {
-                label: format!("{label} {side}"),
+                label: if side == "A" { label.clone() } else { String::new() },
                 segments: vec![(value, class, format!("{label} in {side}: {}", readable_ns(value)))],
-                note: readable_ns(value),
+                note: format!("{side} {}", readable_ns(value)),
             });
         }
         let mut cells = vec![Cell::label(label.as_str())];
@@ -235,7 +240,7 @@ fn kernels(at: &str, device: &DeviceDiff, options: &ReportOptions) -> String {
     for (index, kernel) in device.kernels_changed.iter().enumerate().take(options.top_kernels) {
         let path = format!("{at}/kernels_changed/{index}");
         let mut cells = vec![
-            Cell::json(format!("{path}/name"), &kernel.name, kernel.name.as_str()),
+            Cell::json(format!("{path}/name"), &kernel.name, shorten(&kernel.name, NAME_CHARS)),
             Cell::json(format!("{path}/category"), &kernel.category, kernel.category.as_str()),
             Cell::count(format!("{path}/count_a"), kernel.count_a),
             Cell::count(format!("{path}/count_b"), kernel.count_b),
@@ -260,7 +265,7 @@ fn kernels(at: &str, device: &DeviceDiff, options: &ReportOptions) -> String {
             table.row(
                 Some(&path),
                 vec![
-                    Cell::json(format!("{path}/name"), &kernel.name, kernel.name.as_str()),
+                    Cell::json(format!("{path}/name"), &kernel.name, shorten(&kernel.name, NAME_CHARS)),
                     Cell::json(format!("{path}/category"), &kernel.category, kernel.category.as_str()),
                     Cell::count(format!("{path}/count"), kernel.count),
                     Cell::time(format!("{path}/summed_ns"), kernel.summed_ns),

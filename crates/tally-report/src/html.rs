@@ -32,6 +32,16 @@ pub fn script_json<T: Serialize + ?Sized>(value: &T) -> Result<String, serde_jso
     Ok(if text.contains('<') { text.replace('<', "\\u003c") } else { text })
 }
 
+/// `text` cut to at most `most` characters, an ellipsis marking the cut:
+/// kernel names run to thousands of characters (C++ templates).
+pub fn shorten(text: &str, most: usize) -> String {
+    if text.chars().count() <= most {
+        return text.to_owned();
+    }
+    let head: String = text.chars().take(most.saturating_sub(1)).collect();
+    format!("{head}…")
+}
+
 /// A cell of a figure table.
 pub enum Cell {
     /// Text of no JSON value (a label).
@@ -133,9 +143,16 @@ impl Table {
                     );
                 }
                 Cell::Json { pointer, value, text } => {
+                    // A shortened text (a long kernel name) has the whole
+                    // value as its tooltip.
+                    let title = if text.ends_with('…') && text != value {
+                        format!(" title=\"{}\"", escape(&value))
+                    } else {
+                        String::new()
+                    };
                     let _ = write!(
                         self.html,
-                        "<{tag} data-key=\"{}\" data-value=\"{}\">{}</{close}>",
+                        "<{tag} data-key=\"{}\" data-value=\"{}\"{title}>{}</{close}>",
                         escape(&pointer),
                         escape(&value),
                         escape(&text)
@@ -171,6 +188,15 @@ mod tests {
         assert!(!text.contains('<'), "{text}");
         let back: serde_json::Value = serde_json::from_str(&text).expect("parses");
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn long_names_are_cut_with_an_ellipsis_and_keep_their_value() {
+        assert_eq!(shorten("abcdef", 6), "abcdef");
+        assert_eq!(shorten("abcdefg", 6), "abcde…");
+        let mut table = Table::new("t", "caption", &["kernel"], false);
+        table.row(None, vec![Cell::json("/k", "abcdefg", shorten("abcdefg", 6))]);
+        assert!(table.finish().contains("data-value=\"abcdefg\" title=\"abcdefg\">abcde…<"));
     }
 
     #[test]

@@ -65,6 +65,10 @@ pub use units::{percent, readable_ns, tick_label, tick_step};
 /// screen.
 pub const DEFAULT_TIMELINE_COLUMNS: u32 = 1000;
 
+/// Characters of a kernel name a table shows (the cell's `data-value` and
+/// tooltip hold all of it).
+pub(crate) const NAME_CHARS: usize = 120;
+
 /// What a page shows beyond its data.
 #[derive(Debug, Clone)]
 pub struct ReportOptions {

@@ -8,9 +8,9 @@ use tally_gpu_time::breakdown::{Breakdown, DeviceBreakdown, DeviceTimeline};
 use tally_gpu_time::category::Category;
 
 use crate::charts::{self, Bar, CATEGORY_NAMES, IDLE_NAMES};
-use crate::html::{Cell, Table, escape};
+use crate::html::{Cell, Table, escape, shorten};
 use crate::units::{percent, readable_ns};
-use crate::{ReportOptions, legend, legend_labelled};
+use crate::{NAME_CHARS, ReportOptions, legend, legend_labelled};
 
 /// The body of one run's page (everything but the embedded data).
 pub(crate) fn body(result: &Breakdown, timelines: &[DeviceTimeline], options: &ReportOptions) -> String {
@@ -611,7 +611,7 @@ fn kernels_part(at: &str, device: &DeviceBreakdown, options: &ReportOptions) -> 
         table.row(
             Some(&path),
             vec![
-                Cell::json(format!("{path}/name"), &kernel.name, kernel.name.as_str()),
+                Cell::json(format!("{path}/name"), &kernel.name, shorten(&kernel.name, NAME_CHARS)),
                 Cell::json(format!("{path}/category"), &kernel.category, kernel.category.as_str()),
                 Cell::count(format!("{path}/count"), kernel.count),
                 Cell::time(format!("{path}/summed_ns"), kernel.summed_ns),

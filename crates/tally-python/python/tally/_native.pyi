@@ -415,6 +415,16 @@ def breakdown(
 ) -> dict[str, Any]:
     """Partials merged and broken down: ``breakdown_paths`` of all their files."""
 
+# The breakdown's page (tally report), for ``_repr_html_``.
+
+class BreakdownTimelines:
+    """Each device clock's timeline of one breakdown (opaque: what its page draws)."""
+
+def report_html(
+    breakdown: dict[str, Any], timelines: BreakdownTimelines | None = None, *, page: bool = False
+) -> str:
+    """The page ``tally report`` writes of a breakdown: the whole document, or the fragment a notebook shows."""
+
 def trace_attachment_ids(paths: _Path | Iterable[_Path]) -> list[str]:
     """The attachment ID of each trace among the paths, in order."""
 
