@@ -105,6 +105,11 @@ pub trait Watcher {
     fn window_done(&mut self) {}
     /// The artifact is read.
     fn finished(&mut self) {}
+    /// Traces read together were imported; `summary` is what the import
+    /// says of each (its `notes` among them).
+    fn traces_imported(&mut self, summary: &tally_trace::ImportSummary) {
+        let _ = summary;
+    }
 }
 
 /// A [`Watcher`] that watches nothing.
@@ -535,7 +540,7 @@ pub fn read_more_inputs(
                 if let Some(error) = rejected {
                     return Err(sources.locate(error));
                 }
-                outcome.map_err(InputError::Import)?;
+                watcher.traces_imported(&outcome.map_err(InputError::Import)?);
                 continue;
             }
             Step::Artifact(input) => input,

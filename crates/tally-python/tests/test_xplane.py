@@ -312,6 +312,7 @@ def test_a_profile_without_a_gpu_plane_says_so(host_profile, tmp_path):
     run = tally("account", str(host_profile))
     assert run.returncode == 0, run.stderr
     assert "no measured GPU activity" in run.stdout
+    assert "no GPU plane" in run.stderr, run.stderr
     assert account_json(host_profile)["device_totals"] == []
     records, summary = imported(host_profile, tmp_path)
     assert "0 GPU events" in summary and "no GPU plane" in summary, summary
@@ -319,6 +320,7 @@ def test_a_profile_without_a_gpu_plane_says_so(host_profile, tmp_path):
     breakdown = tally("breakdown", str(host_profile))
     assert breakdown.returncode == 0, breakdown.stderr
     assert "no measured GPU activity" in breakdown.stdout
+    assert "no GPU plane" in breakdown.stderr, breakdown.stderr
 
 
 def test_the_host_planes_steps_are_its_iterations(host_profile, tmp_path):

@@ -181,6 +181,22 @@ impl Watcher for ProgressWatcher {
             bar.finish();
         }
     }
+
+    /// A trace that gave no GPU work says why on stderr (a CPU-only
+    /// profile, a report recorded without CUDA tracing): the accounting of
+    /// such a run is empty, and its table alone would not say why.
+    fn traces_imported(&mut self, summary: &tally_trace::ImportSummary) {
+        for trace in &summary.traces {
+            if trace.get("gpu_events").and_then(serde_json::Value::as_u64) != Some(0) {
+                continue;
+            }
+            let path = trace.get("path").and_then(serde_json::Value::as_str).unwrap_or("a trace");
+            let notes = trace.get("notes").and_then(serde_json::Value::as_array);
+            for note in notes.into_iter().flatten().filter_map(serde_json::Value::as_str) {
+                eprintln!("tally: {path}: {note}");
+            }
+        }
+    }
 }
 
 pub(crate) fn ratio(numerator: u128, denominator: u64) -> Option<String> {
