@@ -21,7 +21,7 @@ const PLOT_WIDTH: u64 = WIDTH - PLOT_X - 20;
 /// about their width on the page, so their text reads at its size.
 const SMALL_WIDTH: u64 = 600;
 /// Where their plots start.
-const SMALL_PLOT_X: u64 = 170;
+const SMALL_PLOT_X: u64 = 190;
 /// Their plots' width.
 const SMALL_PLOT_WIDTH: u64 = SMALL_WIDTH - SMALL_PLOT_X - 10;
 /// One timeline lane's height.

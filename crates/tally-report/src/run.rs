@@ -60,7 +60,11 @@ fn overview(result: &Breakdown) -> String {
         table.row(
             Some(&at),
             vec![
-                Cell::json(format!("{at}/device_uuid"), &device.device_uuid, device_name(device)),
+                Cell::json(
+                    format!("{at}/device_uuid"),
+                    &device.device_uuid,
+                    format!("{index}: {}", device_name(device)),
+                ),
                 Cell::time(format!("{at}/busy_ns"), device.busy_ns),
                 Cell::time(format!("{at}/summed_ns"), device.summed_ns),
                 Cell::time(format!("{at}/idle/envelope_ns"), device.idle.envelope_ns),
@@ -70,11 +74,40 @@ fn overview(result: &Breakdown) -> String {
             ],
         );
     }
-    let mut html = String::from("<section class=\"overview\"><h2>Device clocks</h2><nav>");
-    for (index, device) in result.devices.iter().enumerate() {
-        let _ = write!(html, "<a href=\"#device-{index}\">{}</a>", escape(&device_name(device)));
+    let mut html = String::from("<section class=\"overview\"><h2>Device clocks</h2>");
+    // A few device clocks are linked by name; many are told apart by
+    // their busy time first (a column each, numbered as their sections).
+    if result.devices.len() <= 12 {
+        html.push_str("<nav>");
+        for (index, device) in result.devices.iter().enumerate() {
+            let _ = write!(html, "<a href=\"#device-{index}\">{}</a>", escape(&device_name(device)));
+        }
+        html.push_str("</nav>");
     }
-    html.push_str("</nav>");
+    if result.devices.len() > 1 {
+        let entries: Vec<(u128, &'static str, String, String)> = result
+            .devices
+            .iter()
+            .enumerate()
+            .map(|(index, device)| {
+                let busy = u128::from(device.busy_ns);
+                let title = format!(
+                    "{index}: {}: busy {} of a {} envelope",
+                    device_name(device),
+                    readable_ns(busy),
+                    readable_ns(u128::from(device.idle.envelope_ns))
+                );
+                (busy, "compute", index.to_string(), title)
+            })
+            .collect();
+        let tallest = result.devices.iter().map(|device| device.busy_ns).max().unwrap_or(0);
+        html.push_str(&charts::columns(
+            "busy time per device clock",
+            &entries,
+            result.devices.len() <= 40,
+            &format!("busy {}", readable_ns(u128::from(tallest))),
+        ));
+    }
     html.push_str(&table.finish());
     html.push_str("</section>");
     html
@@ -110,7 +143,7 @@ fn device_section(
     let busy = u128::from(device.busy_ns);
     let communication = u128::from(device.categories.communication.busy_ns);
     let mut html = format!(
-        "<section class=\"device\" id=\"device-{index}\" data-key=\"{at}\"><h2>{}</h2><div class=\"headline\">",
+        "<section class=\"device\" id=\"device-{index}\" data-key=\"{at}\"><h2>{index}: {}</h2><div class=\"headline\">",
         escape(&device_name(device))
     );
     html.push_str(&figure(
