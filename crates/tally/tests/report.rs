@@ -196,6 +196,33 @@ fn the_page_size_does_not_grow_with_the_timeline_s_detail() {
 }
 
 #[test]
+fn a_kernel_name_with_markup_stays_text() {
+    // A kernel named like markup (a hostile or just templated name) can
+    // neither close the data element nor add one: the page has its two
+    // scripts, and the name round-trips through the embedded JSON.
+    use std::io::Read;
+    let mut text = String::new();
+    let fixture = std::fs::File::open(kineto("triton-single-kernel.json.gz")).unwrap();
+    flate2::read::GzDecoder::new(fixture).read_to_string(&mut text).unwrap();
+    let hostile = r#"k</script><script>alert(1)</script><!--<b title='x'>&amp;"#;
+    let before = "\"name\": \"triton_poi_fused_add_cos_sin_0\"";
+    assert!(text.contains(before), "the fixture names its kernel");
+    let text = text.replace(before, &format!("\"name\": {}", serde_json::to_string(hostile).unwrap()));
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("hostile.json");
+    std::fs::write(&trace, text).unwrap();
+    let trace = trace.to_str().unwrap();
+    let page = report(dir.path(), &[trace]);
+    let data = embedded(&page);
+    assert_eq!(data, printed(&["breakdown", trace]));
+    assert_eq!(data["devices"][0]["kernels"][0]["name"], hostile);
+    assert_eq!(page.matches("<script").count(), 2, "the data and the sorting script only");
+    assert!(!page.contains("<script>alert"));
+    assert!(!page.contains("<b title"));
+    cells_show_the_data(&page, &data);
+}
+
+#[test]
 fn bad_input_writes_no_page() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.jsonl");
