@@ -232,6 +232,11 @@ fn bad_input_writes_no_page() {
     assert_eq!(output.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&output.stderr).contains("bad.jsonl"));
     assert!(!page.exists());
+    // Endless input stops at the record limit, as for `tally breakdown`.
+    let zero = tally(&["report", "/dev/zero", "-o", page.to_str().unwrap()]);
+    assert_eq!(zero.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&zero.stderr).contains("--max-record-bytes"));
+    assert!(!page.exists());
     let trace = kineto("nccl-distributed.json.gz");
     let three = tally(&["report", "--compare", &trace, &trace, &trace, "-o", page.to_str().unwrap()]);
     assert_eq!(three.status.code(), Some(2));
