@@ -281,18 +281,136 @@ fn write_space(path: &Path, per_gpu: u64) -> anyhow::Result<Generated> {
     Ok(Generated { bytes, events })
 }
 
-/// An XPlane file of about `target_bytes`: a small one measures the bytes
-/// per activity, then the real one is sized from it.
-pub(super) fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<Generated> {
+/// An XPlane file of about `target_bytes` and its activities per GPU: a
+/// small one measures the bytes per activity, then the real one is sized
+/// from it.
+pub(super) fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<(Generated, u64)> {
     let probe_activities = 4096;
     let probe = write_space(path, probe_activities)?;
     let per_activity = probe.bytes.div_ceil(probe_activities * GPUS).max(1);
-    write_space(path, (target_bytes / per_activity / GPUS).max(1))
+    let per_gpu = (target_bytes / per_activity / GPUS).max(1);
+    Ok((write_space(path, per_gpu)?, per_gpu))
+}
+
+/// Nanoseconds as Kineto writes microseconds: three decimals.
+fn micros(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// The same run as [`write_space`] with `per_gpu` activities a GPU, as a
+/// Kineto Chrome trace: every kernel, copy and launch call with the XPlane's
+/// times (its line timestamp added), streams, devices and correlation IDs,
+/// in the XPlane's order (the host's calls, then each GPU's stream lines),
+/// laid out as Kineto lays events out. The kernels' launch configuration
+/// and the XLA op and module go into `args` as Kineto writes a kernel's
+/// details, so each side reads what its format says of every event.
+pub(super) fn write_kineto_twin(path: &Path, per_gpu: u64) -> anyhow::Result<Generated> {
+    let mut out = BufWriter::with_capacity(1 << 20, File::create(path)?);
+    out.write_all(b"{\n  \"schemaVersion\": 1,\n  \"traceEvents\": [\n")?;
+    let mut events = 0u64;
+    let mut separator = |out: &mut BufWriter<File>| -> std::io::Result<()> {
+        if events > 0 {
+            out.write_all(b",\n")?;
+        }
+        events += 1;
+        Ok(())
+    };
+    for gpu in 0..GPUS {
+        for index in 0..per_gpu {
+            let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
+            let correlation = index * GPUS + gpu + 1;
+            let start = LINE_TIMESTAMP_NS + LEAD_NS + index * SPACING_NS - 5_000;
+            let duration = 180 + (index % 5) * 20;
+            let name = if is_copy { "cudaMemcpyAsync" } else { "cuLaunchKernel" };
+            separator(&mut out)?;
+            write!(
+                out,
+                "  {{\n    \"ph\": \"X\", \"cat\": \"cuda_driver\", \"name\": \"{name}\", \"pid\": 1, \"tid\": {}, \
+                 \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"correlation\": {correlation}, \"device\": {gpu}\n    }}\n  }}",
+                100 + gpu,
+                micros(start),
+                micros(duration)
+            )?;
+        }
+    }
+    for gpu in 0..GPUS {
+        let lines = (0..STREAMS).map(LineKind::Compute).chain([LineKind::Copy]);
+        for kind in lines {
+            for index in 0..per_gpu {
+                let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
+                let stream = index % STREAMS;
+                let wanted = match kind {
+                    LineKind::Compute(line) => !is_copy && stream == line,
+                    LineKind::Copy => is_copy,
+                    LineKind::Host => false,
+                };
+                if !wanted {
+                    continue;
+                }
+                let correlation = index * GPUS + gpu + 1;
+                let start = LINE_TIMESTAMP_NS + LEAD_NS + index * SPACING_NS;
+                let duration = 1_000 + (index % 7) * 250;
+                separator(&mut out)?;
+                if is_copy {
+                    let bytes = 4096u64 << (index % 8);
+                    write!(
+                        out,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"gpu_memcpy\", \"name\": \"Memcpy HtoD (Pinned -> Device)\", \
+                         \"pid\": {gpu}, \"tid\": 20, \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"device\": {gpu}, \
+                         \"context\": {}, \"stream\": 20, \"correlation\": {correlation}, \"bytes\": {bytes}\n    }}\n  }}",
+                        micros(start),
+                        micros(duration),
+                        gpu + 1
+                    )?;
+                } else {
+                    let stream_id = 7 + stream;
+                    write!(
+                        out,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"loop_fusion_kernel_{}\", \"pid\": {gpu}, \
+                         \"tid\": {stream_id}, \"ts\": {}, \"dur\": {},\n    \"args\": {{\n      \"device\": {gpu}, \
+                         \"context\": {}, \"stream\": {stream_id}, \"correlation\": {correlation}, \"registers per thread\": {}, \
+                         \"shared memory\": {}, \"grid\": [{}, 1, 1], \"block\": [256, 1, 1], \"est. achieved occupancy %\": 50, \
+                         \"hlo_op\": \"fusion.{}\", \"hlo_module\": \"jit_train_step\"\n    }}\n  }}",
+                        1 + index % KERNEL_NAMES,
+                        micros(start),
+                        micros(duration),
+                        gpu + 1,
+                        32 + index % 64,
+                        (index % 4) * 16384,
+                        1 + index % 1024,
+                        index % 97
+                    )?;
+                }
+            }
+        }
+    }
+    out.write_all(b"\n  ]\n}\n")?;
+    out.flush()?;
+    let bytes = std::fs::metadata(path)?.len();
+    Ok(Generated { bytes, events })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The twin holds the XPlane's events: as many, and its JSON parses.
+    #[test]
+    fn the_kineto_twin_holds_the_same_events() -> anyhow::Result<()> {
+        let folder = std::env::temp_dir().join(format!("tally-xplane-twin-{}", std::process::id()));
+        std::fs::create_dir_all(&folder)?;
+        let (space, twin) = (folder.join("run.xplane.pb"), folder.join("run.json"));
+        let made = write_space(&space, 100)?;
+        let kineto = write_kineto_twin(&twin, 100)?;
+        assert_eq!(made.events, kineto.events);
+        let document: serde_json::Value = serde_json::from_slice(&std::fs::read(&twin)?)?;
+        let events = document["traceEvents"].as_array().map_or(&[][..], Vec::as_slice);
+        assert_eq!(events.len() as u64, kineto.events);
+        let kernels = events.iter().filter(|event| event["cat"] == "kernel").count() as u64;
+        assert_eq!(kernels, GPUS * (100 - 100 / COPY_EVERY));
+        std::fs::remove_dir_all(&folder)?;
+        Ok(())
+    }
 
     #[test]
     fn varint_lengths_match_the_encoding() {
