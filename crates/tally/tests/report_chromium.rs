@@ -118,6 +118,28 @@ fn check_page(chromium: &Path, page: &Path, width: u32, height: u32) -> Rendered
         page.display(),
         rendered.requests
     );
+    let layout = &rendered.layout;
+    let layout_problems: Vec<String> = [
+        (layout["overflow_px"].as_i64().unwrap_or(0) > 0)
+            .then(|| format!("the page is {} px wider than the window", layout["overflow_px"])),
+        layout["clipped"]
+            .as_array()
+            .filter(|labels| !labels.is_empty())
+            .map(|labels| format!("chart labels cut off at the chart's edge: {labels:?}")),
+        layout["overlapping"]
+            .as_array()
+            .filter(|pairs| !pairs.is_empty())
+            .map(|pairs| format!("chart labels drawn over each other: {pairs:?}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    assert!(
+        layout_problems.is_empty(),
+        "{} in a {width} px wide window:\n{}",
+        page.display(),
+        layout_problems.join("\n")
+    );
     for (scheme, image) in [("light", &rendered.light), ("dark", &rendered.dark)] {
         assert_drawn(image, &format!("{} ({scheme})", page.display()));
     }
@@ -368,7 +390,9 @@ fn the_table_check_catches_a_wrong_figure() {
 }
 
 /// The browser check can fail: a report with an uncaught exception, a
-/// console error and an image from elsewhere added reports all three.
+/// console error, an image from elsewhere, a chart label cut off, two
+/// drawn over each other and a block wider than the window added reports
+/// them all.
 #[test]
 fn the_browser_check_catches_errors_and_requests() {
     let chromium = match chromium() {
@@ -380,7 +404,7 @@ fn the_browser_check_catches_errors_and_requests() {
     let html = std::fs::read_to_string(&page).unwrap();
     let broken = html.replacen(
         "</body>",
-        r#"<img src="https://tally.invalid/logo.png"><script>console.error("drawn wrong"); notAFunction();</script></body>"#,
+        r#"<img src="https://tally.invalid/logo.png"><svg width="120" height="60"><text x="-30" y="20">cut off</text><text x="10" y="45">one</text><text x="14" y="47">two</text></svg><div style="width:3000px">wide</div><script>console.error("drawn wrong"); notAFunction();</script></body>"#,
         1,
     );
     assert_ne!(broken, html, "the page has a </body>");
@@ -390,4 +414,8 @@ fn the_browser_check_catches_errors_and_requests() {
     assert!(problems.contains("console.error: drawn wrong"), "{problems}");
     assert!(problems.contains("uncaught exception") && problems.contains("notAFunction"), "{problems}");
     assert_eq!(rendered.requests, ["https://tally.invalid/logo.png"]);
+    let layout = &rendered.layout;
+    assert_eq!(layout["clipped"], serde_json::json!(["cut off"]), "{layout}");
+    assert_eq!(layout["overlapping"], serde_json::json!(["one / two"]), "{layout}");
+    assert!(layout["overflow_px"].as_i64().unwrap() > 2000, "{layout}");
 }

@@ -58,8 +58,37 @@ pub fn find_chromium() -> Result<PathBuf, String> {
     ))
 }
 
+/// What [`Rendered::layout`] measures: how far the page runs past the
+/// viewport's width, and every SVG text label drawn partly outside its
+/// chart (cut off: an SVG clips what leaves it) or over another label.
+const LAYOUT_PROBE: &str = r#"(() => {
+  const root = document.documentElement;
+  const name = t => (t.textContent || "").trim().slice(0, 60);
+  const clipped = [], overlapping = [];
+  for (const svg of document.querySelectorAll("svg")) {
+    if (svg.parentNode.closest("svg")) continue;
+    const box = svg.getBoundingClientRect();
+    const texts = Array.from(svg.querySelectorAll("text")).filter(t => name(t) !== "");
+    const rects = texts.map(t => t.getBoundingClientRect());
+    rects.forEach((r, i) => {
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        clipped.push(name(texts[i]));
+      for (let j = i + 1; j < rects.length; j++) {
+        const o = rects[j];
+        const w = Math.min(r.right, o.right) - Math.max(r.left, o.left);
+        const h = Math.min(r.bottom, o.bottom) - Math.max(r.top, o.top);
+        if (w > 2 && h > 2) overlapping.push(name(texts[i]) + " / " + name(texts[j]));
+      }
+    });
+  }
+  return {overflow_px: root.scrollWidth - root.clientWidth, clipped, overlapping};
+})()"#;
+
 /// What one page showed.
 pub struct Rendered {
+    /// [`LAYOUT_PROBE`] in the light scheme after load: `{overflow_px,
+    /// clipped: [label], overlapping: ["label / label"]}`.
+    pub layout: Value,
     /// `document.documentElement.outerHTML` after the page's scripts ran.
     pub dom: String,
     /// The viewport in the light colour scheme.
@@ -272,15 +301,10 @@ impl Browser {
         let events_before = self.events.len();
         self.load("Page.navigate", json!({"url": url}))?;
         let (light_png, light) = self.screenshot(width, height, 1.0)?;
-        let interaction =
-            self.call("Runtime.evaluate", json!({"expression": interact, "returnByValue": true}))?;
-        if let Some(details) = interaction.get("exceptionDetails") {
-            return Err(format!("the interaction threw: {details}"));
-        }
-        let dom = self.call(
-            "Runtime.evaluate",
-            json!({"expression": "document.documentElement.outerHTML", "returnByValue": true}),
-        )?["result"]["value"]
+        let layout = self.evaluate(LAYOUT_PROBE)?;
+        self.evaluate(interact)?;
+        let dom = self
+            .evaluate("document.documentElement.outerHTML")?
             .as_str()
             .ok_or("the page has no document")?
             .to_owned();
@@ -293,7 +317,17 @@ impl Browser {
         // pixels to decode unoptimized.
         let (dark_png, dark) = self.screenshot(width, height, 0.5)?;
         let (problems, requests) = problems_and_requests(&self.events[events_before..], &url);
-        Ok(Rendered { dom, light, dark, light_png, dark_png, problems, requests })
+        Ok(Rendered { layout, dom, light, dark, light_png, dark_png, problems, requests })
+    }
+
+    /// The value of a JavaScript expression, or what it threw.
+    fn evaluate(&mut self, expression: &str) -> Result<Value, String> {
+        let answer =
+            self.call("Runtime.evaluate", json!({"expression": expression, "returnByValue": true}))?;
+        if let Some(details) = answer.get("exceptionDetails") {
+            return Err(format!("evaluating {expression}: {details}"));
+        }
+        Ok(answer["result"]["value"].clone())
     }
 
     fn close(&mut self) {
