@@ -54,6 +54,14 @@ pub(super) struct Emitter<'a> {
     host_contexts: FastHashMap<u64, Arc<CorrelationContext>>,
     pub(super) spelled: Spelled<'a>,
     pub(super) tally: Tally,
+    /// Where the last launch lookup landed in the launch index.
+    launch_hint: usize,
+    /// Where the last GPU group's labels were looked for in
+    /// `Collected::gpu_labels`: groups come by first row, so the next
+    /// group's labels, if any, are at or just after it.
+    label_hint: usize,
+    /// The current group's rows, in a buffer reused from group to group.
+    members: Vec<GpuEvent>,
 }
 
 /// What consecutive activity records share, spelled once and lent to each
@@ -244,6 +252,9 @@ impl<'a> Emitter<'a> {
                 last_scope: None,
             },
             tally: Tally::default(),
+            launch_hint: 0,
+            label_hint: 0,
+            members: Vec::new(),
         }
     }
 
@@ -365,9 +376,11 @@ impl<'a> Emitter<'a> {
         let GpuGroups { gpu, runtime, launches, runtime_links, order } = *groups;
         let collected = self.shared.collected;
         let group = &order[position as usize..(position + length) as usize];
-        let members: Vec<GpuEvent> = group.iter().map(|&index| gpu[index as usize]).collect();
+        let mut members = std::mem::take(&mut self.members);
+        members.clear();
+        members.extend(group.iter().map(|&index| gpu[index as usize]));
         let first = members[0];
-        let launch = launches.launch(runtime, &first);
+        let launch = launches.launch(runtime, &first, &mut self.launch_hint);
         let link = match launch {
             Ok(index) => runtime_links[index as usize],
             Err(Unlinked::AmbiguousLaunch) => AMBIGUOUS_LAUNCH,
@@ -390,12 +403,11 @@ impl<'a> Emitter<'a> {
             })
             .count() as u64;
         let pid = launch_row.map_or(first.pid, |row| row.pid);
-        let labels = collected
-            .gpu_labels
-            .binary_search_by_key(&group[0], |&(row, _)| row)
-            .ok()
-            .map(|index| &collected.gpu_labels[index].1);
-        self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, labels, out)?;
+        let labels = self.labels_of(group[0]);
+        let emitted =
+            self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, labels, out);
+        self.members = members;
+        emitted?;
         let device_key = (first.pid, first.device);
         if let std::collections::btree_map::Entry::Vacant(entry) = self.tally.devices.entry(device_key) {
             entry.insert(DeviceTally {
@@ -405,6 +417,30 @@ impl<'a> Emitter<'a> {
             });
         }
         Ok(())
+    }
+
+    /// The labels of GPU row `row`, if it has any: looked for at the hint
+    /// and just after it first, else searched for.
+    fn labels_of(&mut self, row: u32) -> Option<&'a [u32; 3]> {
+        let labels = &self.shared.collected.gpu_labels;
+        let near =
+            labels.get(self.label_hint..).unwrap_or_default().iter().take(2).position(|&(at, _)| at >= row);
+        let index = match near.map(|offset| self.label_hint + offset) {
+            // The first entry at or after `row`, where the one before is
+            // below it: `row`'s, or `row` has none.
+            Some(index) if index == 0 || labels[index - 1].0 < row => index,
+            _ => labels.partition_point(|&(at, _)| at < row),
+        };
+        match labels.get(index) {
+            Some((at, found)) if *at == row => {
+                self.label_hint = index + 1;
+                Some(found)
+            }
+            _ => {
+                self.label_hint = index;
+                None
+            }
+        }
     }
 
     /// Emits one record for a launch group: by its parts when it holds one

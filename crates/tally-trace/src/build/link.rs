@@ -113,7 +113,16 @@ impl LaunchIndex {
     }
 
     /// The runtime call that launched `row`: `Ok(index)`, or why none.
-    pub(super) fn launch(&self, runtime: &Rows<RuntimeRow>, row: &GpuEvent) -> Result<u32, Unlinked> {
+    /// `hint` is where the previous lookup of the same caller landed in the
+    /// index: GPU rows come in file order, whose correlation IDs mostly
+    /// rise, so the search gallops out from there (a few neighbouring
+    /// probes) instead of bisecting the whole index (a cache miss a step).
+    pub(super) fn launch(
+        &self,
+        runtime: &Rows<RuntimeRow>,
+        row: &GpuEvent,
+        hint: &mut usize,
+    ) -> Result<u32, Unlinked> {
         if row.correlation == 0 {
             return Err(Unlinked::NoLaunch);
         }
@@ -122,11 +131,12 @@ impl LaunchIndex {
             let call = &runtime[index as usize];
             (if self.per_process { call.pid } else { 0 }, call.correlation)
         };
-        let first = self.order.partition_point(|&index| key(index) < (process, row.correlation));
+        let wanted = (process, row.correlation);
+        let first = gallop(&self.order, (*hint).min(self.order.len()), |&index| key(index) < wanted);
+        *hint = first;
         // A correlation ID has one call or a few: walking them is cheaper
         // than a second search over the whole index.
-        let count =
-            self.order[first..].iter().take_while(|&&index| key(index) == (process, row.correlation)).count();
+        let count = self.order[first..].iter().take_while(|&&index| key(index) == wanted).count();
         let calls = &self.order[first..first + count];
         // Later calls win, as in stormlog's dict.
         let Some(&chosen) = calls.last() else {
@@ -138,6 +148,35 @@ impl LaunchIndex {
         }
         Ok(chosen)
     }
+}
+
+/// `items.partition_point(before)` (`before` true for a prefix of `items`)
+/// found by galloping from `from`: steps of 1, 2, 4, ... away from it until
+/// the boundary is passed, then a binary search of the last step. Costs
+/// the logarithm of the distance from `from`, at most about twice a plain
+/// binary search's.
+fn gallop<T>(items: &[T], from: usize, before: impl Fn(&T) -> bool) -> usize {
+    let (mut low, mut high);
+    if from < items.len() && before(&items[from]) {
+        // The boundary is after `from`.
+        (low, high) = (from + 1, from + 1);
+        let mut step = 1;
+        while high < items.len() && before(&items[high]) {
+            low = high + 1;
+            high = (high + step).min(items.len());
+            step *= 2;
+        }
+    } else {
+        // The boundary is at or before `from`.
+        (low, high) = (from, from);
+        let mut step = 1;
+        while low > 0 && !before(&items[low - 1]) {
+            high = low - 1;
+            low = low.saturating_sub(step);
+            step *= 2;
+        }
+    }
+    low + items[low..high].partition_point(before)
 }
 
 /// The iterations (their records emitted), each runtime call's
@@ -341,9 +380,29 @@ mod tests {
             }
             let index = LaunchIndex::new(&runtime, &gpu);
             let rows: Vec<RuntimeRow> = calls.iter().copied().map(call).collect();
+            // The hint carried from one lookup to the next, as a build does,
+            // and also a stale one far off.
+            let mut hint = 0;
             for event in gpu.iter() {
-                prop_assert_eq!(index.launch(&runtime, event), launch_by_scan(&rows, event, per_process));
+                let expected = launch_by_scan(&rows, event, per_process);
+                prop_assert_eq!(index.launch(&runtime, event, &mut hint), expected);
+                let mut far = calls.len() * 2;
+                prop_assert_eq!(index.launch(&runtime, event, &mut far), expected);
             }
+        }
+
+        /// Galloping from anywhere finds the boundary a binary search finds.
+        #[test]
+        fn gallop_finds_the_partition_point(
+            mut items in prop::collection::vec(0u32..50, 0..200),
+            wanted in 0u32..52,
+            from in 0usize..220,
+        ) {
+            items.sort_unstable();
+            prop_assert_eq!(
+                gallop(&items, from.min(items.len()), |&item| item < wanted),
+                items.partition_point(|&item| item < wanted)
+            );
         }
     }
 }

@@ -9,9 +9,12 @@
 
 use std::io::{Read, Seek};
 
-use super::plane::{Known, Plane, integer};
-use super::proto::{XEvent, XEventData, XStatValue};
-use super::wire::{LEN, MAX_NAME, VARINT, Wire, WireResult, XPlaneRule, fail};
+use prost::Message;
+
+use super::event::{EventRef, StatRef, StatValue};
+use super::plane::{Known, Plane};
+use super::proto::{XEvent, XEventData};
+use super::wire::{LEN, MAX_MESSAGE, MAX_NAME, VARINT, Wire, WireResult, XPlaneRule, fail};
 use crate::collect::{Collected, GpuEvent, GpuKind, NONE_U32, NONE_U64, RuntimeKind, RuntimeRow, SpanRow};
 use crate::ranges::SpanMatcher;
 
@@ -143,8 +146,26 @@ impl Lines<'_> {
                     if matches!(role, Role::Skip) {
                         wire.seek(end)?;
                     } else {
-                        let event: XEvent = wire.message(end, "XEvent")?;
-                        self.event(role, base_ns, &event);
+                        let offset = wire.position();
+                        let bytes = wire.bytes(end, "XEvent", MAX_MESSAGE)?;
+                        match EventRef::read(bytes) {
+                            Some(event) => self.event(role, base_ns, &Head::of(&event), event.stats()),
+                            // What is not plainly well formed is prost's to
+                            // decode or refuse, as every event once was.
+                            None => {
+                                let event = XEvent::decode(bytes).or_else(|error| {
+                                    let reason = error.to_string();
+                                    fail(offset, XPlaneRule::Decode { message: "XEvent", reason })
+                                })?;
+                                let stats: Vec<StatRef<'_>> = event.stats.iter().map(StatRef::of).collect();
+                                let head = Head {
+                                    metadata_id: event.metadata_id,
+                                    data: event.data.clone(),
+                                    duration_ps: event.duration_ps,
+                                };
+                                self.event(role, base_ns, &head, &stats);
+                            }
+                        }
                     }
                 }
                 _ => wire.skip(wire_type, stop)?,
@@ -183,7 +204,7 @@ impl Lines<'_> {
         (role, base)
     }
 
-    fn event(&mut self, role: Role, base_ns: i128, event: &XEvent) {
+    fn event(&mut self, role: Role, base_ns: i128, event: &Head, stats: &[StatRef<'_>]) {
         let offset_ps = match event.data {
             Some(XEventData::OffsetPs(offset)) => offset,
             Some(XEventData::NumOccurrences(_)) => {
@@ -196,12 +217,12 @@ impl Lines<'_> {
             return;
         };
         match role {
-            Role::Stream { stream } => self.gpu(stream, start, end, event),
+            Role::Stream { stream } => self.gpu(stream, start, end, event.metadata_id, stats),
             Role::Derived(label) => {
                 let name = self.name(event.metadata_id);
                 self.gathered.derived.push((label, start, end, name));
             }
-            Role::Host { tid } => self.host(tid, start, end, event),
+            Role::Host { tid } => self.host(tid, start, end, event.metadata_id, stats),
             Role::Skip => {}
         }
     }
@@ -242,18 +263,19 @@ impl Lines<'_> {
         }
     }
 
-    fn gpu(&mut self, stream: u64, start: u64, end: u64, event: &XEvent) {
+    fn gpu(&mut self, stream: u64, start: u64, end: u64, metadata_id: i64, stats: &[StatRef<'_>]) {
         let plane = &*self.plane;
-        let meta = plane.events.get(&event.metadata_id);
-        let stats = event.stats.iter().chain(meta.into_iter().flat_map(|meta| meta.stats.iter()));
+        let meta = plane.events.get(&metadata_id);
+        let stats =
+            stats.iter().copied().chain(meta.into_iter().flat_map(|meta| meta.stats.iter().map(StatRef::of)));
         let (mut kind, mut memory, mut correlation, mut graph, mut exec) = (None, false, 0u64, 0u64, 0u64);
         let mut labels: Labels = [NONE_U32; 3];
         // A label given by reference (XLA's usual way) is interned once per
         // stat metadata, after this loop; one given as text at once.
         let mut label_refs: [Option<i64>; 3] = [None; 3];
         for stat in stats {
-            let Some(known) = plane.known(stat) else { continue };
-            let positive = || integer(stat).and_then(|value| u64::try_from(value).ok()).unwrap_or(0);
+            let Some(known) = plane.known_id(stat.metadata_id) else { continue };
+            let positive = || stat.integer().and_then(|value| u64::try_from(value).ok()).unwrap_or(0);
             match known {
                 Known::KernelDetails => kind = kind.or(Some(GpuKind::Kernel)),
                 Known::MemcpyDetails => kind = kind.or(Some(GpuKind::Memcpy)),
@@ -267,11 +289,11 @@ impl Lines<'_> {
                         && labels[label as usize] == NONE_U32
                         && label_refs[label as usize].is_none()
                     {
-                        match &stat.value {
-                            Some(XStatValue::RefValue(id)) => {
-                                label_refs[label as usize] = i64::try_from(*id).ok();
+                        match stat.value {
+                            StatValue::Ref(id) => {
+                                label_refs[label as usize] = i64::try_from(id).ok();
                             }
-                            Some(XStatValue::StrValue(text)) if !text.is_empty() => {
+                            StatValue::Str(text) if !text.is_empty() => {
                                 labels[label as usize] = self.collected.names.intern(text);
                             }
                             _ => {}
@@ -300,7 +322,7 @@ impl Lines<'_> {
             PlaneKind::Gpu { ordinal } => ordinal,
             PlaneKind::Host => NONE_U32,
         };
-        let name = self.name(event.metadata_id);
+        let name = self.name(metadata_id);
         // Build numbers GPU rows with u32, as every reader's.
         if labels.iter().any(|&label| label != NONE_U32)
             && let Ok(row) = u32::try_from(self.collected.gpu.len())
@@ -322,28 +344,40 @@ impl Lines<'_> {
         });
     }
 
-    fn host(&mut self, tid: u64, start: u64, end: u64, event: &XEvent) {
+    fn host(&mut self, tid: u64, start: u64, end: u64, metadata_id: i64, stats: &[StatRef<'_>]) {
         let plane = &*self.plane;
-        let name_text = plane.events.get(&event.metadata_id).map_or("", |meta| &meta.name);
+        let name_text = plane.events.get(&metadata_id).map_or("", |meta| &meta.name);
         let pid = self.collected.threads.number(plane.id as u64);
         if let Some(kind) = api_kind(name_text) {
-            let correlation = event
-                .stats
+            let correlation = stats
                 .iter()
-                .find(|stat| plane.known(stat) == Some(Known::Correlation))
-                .and_then(integer)
+                .find(|stat| plane.known_id(stat.metadata_id) == Some(Known::Correlation))
+                .and_then(StatRef::integer)
                 .and_then(|value| u64::try_from(value).ok())
                 .unwrap_or(0);
             if correlation != 0 {
-                let name = self.name(event.metadata_id);
+                let name = self.name(metadata_id);
                 self.collected.runtime.push(RuntimeRow { start, end, correlation, pid, tid, name, kind });
                 return;
             }
         }
         if let Some(scope) = self.spans.scope(name_text) {
-            let name = self.name(event.metadata_id);
+            let name = self.name(metadata_id);
             self.collected.spans.push(SpanRow { start, end, pid, tid, name, scope });
         }
+    }
+}
+
+/// An event's fields other than its stats.
+struct Head {
+    metadata_id: i64,
+    data: Option<XEventData>,
+    duration_ps: i64,
+}
+
+impl Head {
+    fn of(event: &EventRef<'_>) -> Self {
+        Self { metadata_id: event.metadata_id, data: event.data.clone(), duration_ps: event.duration_ps }
     }
 }
 

@@ -56,6 +56,7 @@
 
 pub mod proto;
 
+mod event;
 mod lines;
 mod plane;
 mod wire;

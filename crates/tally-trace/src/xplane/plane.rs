@@ -2,8 +2,9 @@
 //! metadata maps and its own stats, read before its lines (which an XPlane
 //! serializes first, as field 3, ahead of the maps, fields 4 and 5).
 
-use std::collections::HashMap;
 use std::io::{Read, Seek};
+
+use tally_utils::fast_hash::FastHashMap;
 
 use super::proto::{StatMetadataEntry, XStat, XStatValue};
 use super::wire::{LEN, MAX_NAME, VARINT, Wire, WireResult, XPlaneRule, fail};
@@ -90,8 +91,8 @@ pub(crate) struct EventMeta {
 pub(crate) struct Plane {
     pub(crate) id: i64,
     pub(crate) name: String,
-    pub(crate) events: HashMap<i64, EventMeta>,
-    pub(crate) stats: HashMap<i64, StatMeta>,
+    pub(crate) events: FastHashMap<i64, EventMeta>,
+    pub(crate) stats: FastHashMap<i64, StatMeta>,
     /// The plane's own stats.
     pub(crate) own: Vec<XStat>,
 }
@@ -108,7 +109,12 @@ pub(crate) fn integer(stat: &XStat) -> Option<i128> {
 impl Plane {
     /// What a stat is, by its metadata.
     pub(crate) fn known(&self, stat: &XStat) -> Option<Known> {
-        self.stats.get(&stat.metadata_id).and_then(|meta| meta.known)
+        self.known_id(stat.metadata_id)
+    }
+
+    /// What the stat of metadata `id` is, if known.
+    pub(crate) fn known_id(&self, id: i64) -> Option<Known> {
+        self.stats.get(&id).and_then(|meta| meta.known)
     }
 
     /// A stat's value as text: a string, or the name a `ref_value` points to.
@@ -142,8 +148,8 @@ impl Plane {
         let mut plane = Plane {
             id: 0,
             name: String::new(),
-            events: HashMap::new(),
-            stats: HashMap::new(),
+            events: FastHashMap::default(),
+            stats: FastHashMap::default(),
             own: Vec::new(),
         };
         while wire.position() < stop {

@@ -260,7 +260,7 @@ impl<R: Read + Seek> Wire<R> {
     }
 
     /// The bytes up to `stop` (at most [`MAX_MESSAGE`]), in the buffer.
-    fn bytes(&mut self, stop: u64, what: &'static str, limit: u64) -> WireResult<&[u8]> {
+    pub(crate) fn bytes(&mut self, stop: u64, what: &'static str, limit: u64) -> WireResult<&[u8]> {
         let offset = self.position();
         let length = stop - offset;
         if length > limit.min(MAX_MESSAGE) {
