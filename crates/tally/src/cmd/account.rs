@@ -208,31 +208,13 @@ pub(crate) fn ratio(numerator: u128, denominator: u64) -> Option<String> {
 }
 
 /// A duration in the largest unit that keeps it at least 1, with two
-/// decimals: `850 ns`, `12.30 µs`, `4.56 ms`, `1.23 s`.
-pub(crate) fn readable_ns(nanoseconds: u128) -> String {
-    const UNITS: [(u128, &str); 3] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "µs")];
-    for (scale, unit) in UNITS {
-        if nanoseconds >= scale {
-            let hundredths = (nanoseconds * 100 + scale / 2) / scale;
-            return format!("{}.{:02} {unit}", hundredths / 100, hundredths % 100);
-        }
-    }
-    format!("{nanoseconds} ns")
-}
+/// decimals (`850 ns`, `12.30 µs`): the report's rule, so tables and pages
+/// read alike.
+pub(crate) use tally_report::readable_ns;
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_in_the_largest_fitting_unit() {
-        assert_eq!(readable_ns(0), "0 ns");
-        assert_eq!(readable_ns(999), "999 ns");
-        assert_eq!(readable_ns(1_000), "1.00 µs");
-        assert_eq!(readable_ns(12_345), "12.35 µs");
-        assert_eq!(readable_ns(4_560_000), "4.56 ms");
-        assert_eq!(readable_ns(61_000_000_000), "61.00 s");
-    }
 
     #[test]
     fn ratios_round_to_two_decimals() {
