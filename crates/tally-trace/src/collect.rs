@@ -183,12 +183,17 @@ pub(crate) struct Collected {
     pub(crate) notes: Vec<String>,
     /// Rows present in the source that no reader imports, by what they are.
     pub(crate) not_imported: BTreeMap<String, u64>,
-    /// Labels of GPU rows: (row index, names interned in `names` or
-    /// `NONE_U32` under [`LABEL_KEYS`]), sorted by row index (16 bytes a
-    /// labelled row, no hash table), written into the row's activity
-    /// metadata. Only XPlane fills it (its profiles are read whole, never
-    /// split, so [`Collected::absorb`] does not carry it).
-    pub(crate) gpu_labels: Vec<(u32, [u32; 3])>,
+    /// Labels of GPU rows, written into each row's activity metadata: by
+    /// row index, an index into [`Collected::label_sets`] or `NONE_U32`;
+    /// rows past its end have none (so it stays empty where no row has a
+    /// label). Four bytes a row, in blocks like the rows: an XLA profile
+    /// labels nearly every kernel, with few distinct labels. Only XPlane
+    /// fills it (its profiles are read whole, never split, so
+    /// [`Collected::absorb`] does not carry it).
+    pub(crate) gpu_labels: Rows<u32>,
+    /// The distinct labels of GPU rows: names interned in `names`, or
+    /// `NONE_U32`, under [`LABEL_KEYS`].
+    pub(crate) label_sets: Vec<[u32; 3]>,
 }
 
 /// How many malformed-event messages a summary keeps.
@@ -295,6 +300,12 @@ impl Collected {
 
     pub(crate) fn ignore(&mut self, what: &str) {
         *self.ignored.entry(what.to_owned()).or_default() += 1;
+    }
+
+    /// The labels of GPU row `row`, if it has any.
+    pub(crate) fn labels_of(&self, row: usize) -> Option<&[u32; 3]> {
+        let set = if row < self.gpu_labels.len() { self.gpu_labels[row] } else { NONE_U32 };
+        self.label_sets.get(set as usize)
     }
 
     pub(crate) fn name(&self, id: u32) -> &str {

@@ -56,10 +56,6 @@ pub(super) struct Emitter<'a> {
     pub(super) tally: Tally,
     /// Where the last launch lookup landed in the launch index.
     launch_hint: usize,
-    /// Where the last GPU group's labels were looked for in
-    /// `Collected::gpu_labels`: groups come by first row, so the next
-    /// group's labels, if any, are at or just after it.
-    label_hint: usize,
     /// The current group's rows, in a buffer reused from group to group.
     members: Vec<GpuEvent>,
 }
@@ -253,7 +249,6 @@ impl<'a> Emitter<'a> {
             },
             tally: Tally::default(),
             launch_hint: 0,
-            label_hint: 0,
             members: Vec::new(),
         }
     }
@@ -403,7 +398,7 @@ impl<'a> Emitter<'a> {
             })
             .count() as u64;
         let pid = launch_row.map_or(first.pid, |row| row.pid);
-        let labels = self.labels_of(group[0]);
+        let labels = collected.labels_of(group[0] as usize);
         let emitted =
             self.emit_gpu_group(&members, link, launch_row.map(|row| row.name), pid, iterations, labels, out);
         self.members = members;
@@ -417,30 +412,6 @@ impl<'a> Emitter<'a> {
             });
         }
         Ok(())
-    }
-
-    /// The labels of GPU row `row`, if it has any: looked for at the hint
-    /// and just after it first, else searched for.
-    fn labels_of(&mut self, row: u32) -> Option<&'a [u32; 3]> {
-        let labels = &self.shared.collected.gpu_labels;
-        let near =
-            labels.get(self.label_hint..).unwrap_or_default().iter().take(2).position(|&(at, _)| at >= row);
-        let index = match near.map(|offset| self.label_hint + offset) {
-            // The first entry at or after `row`, where the one before is
-            // below it: `row`'s, or `row` has none.
-            Some(index) if index == 0 || labels[index - 1].0 < row => index,
-            _ => labels.partition_point(|&(at, _)| at < row),
-        };
-        match labels.get(index) {
-            Some((at, found)) if *at == row => {
-                self.label_hint = index + 1;
-                Some(found)
-            }
-            _ => {
-                self.label_hint = index;
-                None
-            }
-        }
     }
 
     /// Emits one record for a launch group: by its parts when it holds one

@@ -10,6 +10,7 @@
 use std::io::{Read, Seek};
 
 use prost::Message;
+use tally_utils::fast_hash::FastHashMap;
 
 use super::event::{EventRef, StatRef, StatValue};
 use super::plane::{Known, Plane};
@@ -65,14 +66,29 @@ pub(crate) type Labels = [u32; 3];
 /// What reading a plane's lines gathers besides rows.
 #[derive(Debug, Default)]
 pub(crate) struct Gathered {
-    /// GPU rows' labels from their own stats: (row index, labels).
-    pub(crate) labels: Vec<(u32, Labels)>,
+    /// The label sets in `Collected::label_sets`, by their labels.
+    sets: FastHashMap<Labels, u32>,
     /// Derived-line events of this plane: (label, start, end, name).
     pub(crate) derived: Vec<(Label, u64, u64, u32)>,
     /// Events of aggregated lines (`num_occurrences`), not timed.
     pub(crate) aggregated: u64,
     /// Lines whose timestamps were moved onto the epoch.
     pub(crate) relative_lines: u64,
+}
+
+impl Gathered {
+    /// Gives GPU row `row` the labels `labels`, in `collected.gpu_labels`.
+    pub(crate) fn label(&mut self, collected: &mut Collected, row: usize, labels: Labels) {
+        let set = *self.sets.entry(labels).or_insert_with(|| {
+            collected.label_sets.push(labels);
+            // Fewer distinct sets than rows, whose indices are u32.
+            (collected.label_sets.len() - 1) as u32
+        });
+        while collected.gpu_labels.len() <= row {
+            collected.gpu_labels.push(NONE_U32);
+        }
+        collected.gpu_labels[row] = set;
+    }
 }
 
 /// Reads one plane's lines.
@@ -324,10 +340,9 @@ impl Lines<'_> {
         };
         let name = self.name(metadata_id);
         // Build numbers GPU rows with u32, as every reader's.
-        if labels.iter().any(|&label| label != NONE_U32)
-            && let Ok(row) = u32::try_from(self.collected.gpu.len())
-        {
-            self.gathered.labels.push((row, labels));
+        let row = self.collected.gpu.len();
+        if labels.iter().any(|&label| label != NONE_U32) && u32::try_from(row).is_ok() {
+            self.gathered.label(self.collected, row, labels);
         }
         self.collected.gpu.push(GpuEvent {
             start,

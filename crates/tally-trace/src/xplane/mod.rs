@@ -291,10 +291,8 @@ fn read<R: Read + Seek>(
     extra.insert("aggregated_events".into(), json!(gathered.aggregated));
     extra.insert("profiler_errors".into(), json!(space.errors));
     extra.insert("profiler_warnings".into(), json!(space.warnings));
-    extra.insert("labelled_gpu_events".into(), json!(gathered.labels.len()));
-    let mut labels = std::mem::take(&mut gathered.labels);
-    labels.sort_unstable_by_key(|&(row, _)| row);
-    collected.gpu_labels = labels;
+    let labelled = collected.gpu_labels.iter().filter(|&&set| set != NONE_U32).count();
+    extra.insert("labelled_gpu_events".into(), json!(labelled));
     Ok(TraceInfo {
         source: "xplane",
         base_ns: 0,
@@ -313,30 +311,23 @@ fn read<R: Read + Seek>(
 /// a label of their own with the names of the derived-line events (from
 /// `derived_from` on) that cover them: the latest-starting one that ends
 /// no earlier.
-fn label_by_cover(collected: &Collected, gathered: &mut Gathered, rows_from: usize, derived_from: usize) {
+fn label_by_cover(collected: &mut Collected, gathered: &mut Gathered, rows_from: usize, derived_from: usize) {
     let derived = &mut gathered.derived[derived_from..];
     if derived.is_empty() {
         return;
     }
     derived.sort_unstable_by_key(|&(label, start, end, _)| (label, start, std::cmp::Reverse(end)));
-    // This plane's rows labelled by their own stats: the tail of `labels`,
-    // in row order (rows are labelled as they are read).
-    let own_from = gathered.labels.partition_point(|&(row, _)| (row as usize) < rows_from);
-    let mut own = own_from;
-    let mut added = Vec::new();
+    let derived = std::mem::take(&mut gathered.derived);
+    let derived_here = &derived[derived_from..];
     for row in rows_from..collected.gpu.len() {
         let event = collected.gpu[row];
-        let mine = gathered.labels.get(own).filter(|&&(labelled, _)| labelled as usize == row).map(|_| own);
-        if mine.is_some() {
-            own += 1;
-        }
-        let mut labels = mine.map_or([NONE_U32; 3], |index| gathered.labels[index].1);
-        let before = labels;
+        let before = collected.labels_of(row).copied().unwrap_or([NONE_U32; 3]);
+        let mut labels = before;
         for label in Label::ALL {
             if labels[label as usize] != NONE_U32 {
                 continue;
             }
-            let of_label = &derived[derived.partition_point(|entry| entry.0 < label)..];
+            let of_label = &derived_here[derived_here.partition_point(|entry| entry.0 < label)..];
             let of_label = &of_label[..of_label.partition_point(|entry| entry.0 == label)];
             let upto = of_label.partition_point(|entry| entry.1 <= event.start);
             // Nested derived events are few deep: look back a bounded way.
@@ -344,15 +335,12 @@ fn label_by_cover(collected: &Collected, gathered: &mut Gathered, rows_from: usi
                 labels[label as usize] = cover.3;
             }
         }
-        if labels != before {
-            match mine {
-                Some(index) => gathered.labels[index].1 = labels,
-                // Rows are numbered with u32 by build, as every reader's.
-                None => added.extend(u32::try_from(row).ok().map(|row| (row, labels))),
-            }
+        // Rows are numbered with u32 by build, as every reader's.
+        if labels != before && u32::try_from(row).is_ok() {
+            gathered.label(collected, row, labels);
         }
     }
-    gathered.labels.extend(added);
+    gathered.derived = derived;
 }
 
 #[cfg(test)]
