@@ -132,7 +132,7 @@ fn stat(bytes: &[u8]) -> Option<StatRef<'_>> {
             }
             (3, VARINT) => StatValue::Uint(varint(bytes, &mut at)?),
             (4, VARINT) => StatValue::Int(varint(bytes, &mut at)? as i64),
-            (5, LEN) => StatValue::Str(std::str::from_utf8(delimited(bytes, &mut at)?).ok()?),
+            (5, LEN) => StatValue::Str(simdutf8::basic::from_utf8(delimited(bytes, &mut at)?).ok()?),
             (6, LEN) => {
                 delimited(bytes, &mut at)?;
                 StatValue::Bytes

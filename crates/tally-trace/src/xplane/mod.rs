@@ -37,18 +37,27 @@
 //! The `XSpace` is never decoded whole: a wire-format reader walks the
 //! containers (the space's planes, a plane's lines and maps, a line's
 //! events) through one 4 MiB buffer and hands only the small messages to
-//! prost. An XPlane serializes its lines before the metadata maps their
-//! events refer to, so each plane is read twice, seeking in the file: its
-//! metadata, then its lines. A gzip-compressed profile, or one arriving
+//! prost; an event, the one message there are millions of, is read in place
+//! without allocating (`event.rs`), prost deciding only what is not plainly
+//! well formed. An XPlane serializes its lines before the metadata maps
+//! their events refer to, so each plane is read twice, seeking in the file:
+//! its metadata, then its lines. A gzip-compressed profile, or one arriving
 //! through a pipe, is first decompressed (copied) into an anonymous
 //! temporary file, which takes disk, not memory. What stays is the rows
-//! every reader keeps (about 56 bytes per imported kernel, copy, set or API
-//! call, 16 more per labelled kernel) and each plane's metadata; events
-//! read past (Python tracer, TraceMe, derived lines) cost nothing. Measured
-//! (`examples/xplane_synthetic.rs`, `tally import --dry-run`): 170 MB of
-//! mostly host events, 24.6 MB peak RSS; 104 MB of 1.4 million kernels and
-//! their 1.4 million launches (37 bytes an event in the file), 218 MB,
-//! nearly all of it those rows.
+//! every reader keeps (64 bytes per imported kernel, copy or set, 48 per API
+//! call, 4 more per GPU row once a kernel is labelled, and each distinct
+//! label set once) and each plane's metadata; events read past (Python
+//! tracer, TraceMe, derived lines) cost nothing. Measured (`tally import
+//! --dry-run`, one core): a real JAX CPU profile of 44.7 MB, 12.6 MB peak
+//! RSS (8.7 MB of it the process at rest, 4 MiB the buffer); the bench's
+//! profile (`cargo xtask bench trace-xplane`: 101 MB, 575 thousand kernels
+//! and copies and their 575 thousand launches, 88 bytes an event in the
+//! file), 90 MB: the rows (64 MB, 56 bytes an event), the build's indices
+//! (11 MB, 20 bytes a kernel and its launch), the labels, the buffer and
+//! the process at rest. A fifth of the file is out
+//! of reach for a profile that dense while every row is held until the
+//! launches are linked; its Kineto twin (the same events as Kineto JSON,
+//! 330 MB) peaks at 89 MB.
 //!
 //! Every length is checked against its enclosing message and every count
 //! against a limit: a hostile file is refused with the byte offset and the
