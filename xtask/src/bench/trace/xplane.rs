@@ -8,9 +8,11 @@
 //! lines of kernels (overlapping across streams) and a "Stream #N(MemcpyH2D)"
 //! line of copies; every GPU event carries `correlation_id`,
 //! `kernel_details` or `memcpy_details`, `hlo_op`, `hlo_module` and
-//! `context_id`; a `/host:CPU` plane has one thread line per GPU with the
-//! `cuLaunchKernel` / `cudaMemcpyAsync` call of every activity, carrying the
-//! same `correlation_id`. Line timestamps are on a boot-time clock.
+//! `context_id`, its strings (details, op, module) by reference to the
+//! plane's stat metadata, as XLA writes them; a `/host:CPU` plane has one
+//! thread line per GPU with the `cuLaunchKernel` / `cudaMemcpyAsync` call
+//! of every activity, carrying the same `correlation_id`. Line timestamps
+//! are on a boot-time clock.
 //!
 //! A length-delimited message needs its length before its bytes, and the
 //! file is never held in memory (a child's peak RSS as `wait4` reports it
@@ -51,6 +53,36 @@ const STAT_NAMES: [(u64, &str); 7] = [
     (STAT_CONTEXT, "context_id"),
     (STAT_DEVICE, "device_id"),
 ];
+/// The string stats' values, kept once each as stat metadata (XLA's way):
+/// a kernel's details by `index % KERNEL_DETAILS` (its registers, shared
+/// memory and grid cycle within that), its XLA op by `index % HLO_OPS`,
+/// the module, a copy's details by `index % 8` (its size).
+const REF_KERNEL: u64 = 1000;
+const KERNEL_DETAILS: u64 = 1024;
+const REF_HLO_OP: u64 = 3000;
+const HLO_OPS: u64 = 97;
+const REF_HLO_MODULE: u64 = 4000;
+const REF_MEMCPY: u64 = 5000;
+
+/// The string stat values of GPU `gpu`'s plane: (stat metadata ID, text).
+fn string_values(gpu: u64) -> Vec<(u64, String)> {
+    let kernels = (0..KERNEL_DETAILS).map(|index| {
+        let text = format!(
+            "regs:{} static_shared:0 dynamic_shared:{} grid:{},1,1 block:256,1,1 occ_pct:50",
+            32 + index % 64,
+            (index % 4) * 16384,
+            1 + index % 1024
+        );
+        (REF_KERNEL + index, text)
+    });
+    let ops = (0..HLO_OPS).map(|index| (REF_HLO_OP + index, format!("fusion.{index}")));
+    let copies = (0..8).map(|index| {
+        let text = format!("kind_src:pinned kind_dst:device size:{} dest:{gpu} async:1", 4096 << index);
+        (REF_MEMCPY + index, text)
+    });
+    kernels.chain(ops).chain([(REF_HLO_MODULE, "jit_train_step".to_owned())]).chain(copies).collect()
+}
+
 /// Kernel names (event metadata 1..=KERNEL_NAMES); the copy is the next id.
 const KERNEL_NAMES: u64 = 48;
 
@@ -79,20 +111,22 @@ fn bytes_field(out: &mut Vec<u8>, field: u64, bytes: &[u8]) {
     out.extend_from_slice(bytes);
 }
 
-/// An `XStat` (field `field` of its holder): int64 or string value.
-fn stat(out: &mut Vec<u8>, scratch: &mut Vec<u8>, field: u64, metadata_id: u64, value: StatValue<'_>) {
+/// An `XStat` (field `field` of its holder): int64 or reference value.
+fn stat(out: &mut Vec<u8>, scratch: &mut Vec<u8>, field: u64, metadata_id: u64, value: StatValue) {
     scratch.clear();
     int_field(scratch, 1, metadata_id);
     match value {
         StatValue::Int(value) => int_field(scratch, 4, value),
-        StatValue::Str(text) => bytes_field(scratch, 5, text.as_bytes()),
+        StatValue::Ref(id) => int_field(scratch, 7, id),
     }
     bytes_field(out, field, scratch);
 }
 
-enum StatValue<'a> {
+enum StatValue {
     Int(u64),
-    Str(&'a str),
+    /// A string kept once, as XLA's profiler keeps every string stat: the
+    /// name of the plane's stat metadata of this ID.
+    Ref(u64),
 }
 
 /// Which line of which plane.
@@ -114,7 +148,6 @@ fn for_each_event(
     sink: &mut dyn FnMut(&[u8]) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
     let (mut event, mut scratch, mut framed) = (Vec::with_capacity(256), Vec::with_capacity(128), Vec::new());
-    let mut text = String::new();
     for index in 0..per_gpu {
         let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
         let stream = index % STREAMS;
@@ -144,29 +177,20 @@ fn for_each_event(
                 // Whole nanoseconds, as the real files hold.
                 int_field(&mut event, 3, (1_000 + (index % 7) * 250) * 1000);
                 stat(&mut event, &mut scratch, 4, STAT_CORRELATION, StatValue::Int(correlation));
-                text.clear();
                 if is_copy {
-                    use std::fmt::Write as _;
-                    let _ = write!(
-                        text,
-                        "kind_src:pinned kind_dst:device size:{} dest:{gpu} async:1",
-                        4096 << (index % 8)
-                    );
-                    stat(&mut event, &mut scratch, 4, STAT_MEMCPY_DETAILS, StatValue::Str(&text));
+                    let details = REF_MEMCPY + index % 8;
+                    stat(&mut event, &mut scratch, 4, STAT_MEMCPY_DETAILS, StatValue::Ref(details));
                 } else {
-                    use std::fmt::Write as _;
-                    let _ = write!(
-                        text,
-                        "regs:{} static_shared:0 dynamic_shared:{} grid:{},1,1 block:256,1,1 occ_pct:50",
-                        32 + index % 64,
-                        (index % 4) * 16384,
-                        1 + index % 1024
+                    let details = REF_KERNEL + index % KERNEL_DETAILS;
+                    stat(&mut event, &mut scratch, 4, STAT_KERNEL_DETAILS, StatValue::Ref(details));
+                    stat(
+                        &mut event,
+                        &mut scratch,
+                        4,
+                        STAT_HLO_OP,
+                        StatValue::Ref(REF_HLO_OP + index % HLO_OPS),
                     );
-                    stat(&mut event, &mut scratch, 4, STAT_KERNEL_DETAILS, StatValue::Str(&text));
-                    text.clear();
-                    let _ = write!(text, "fusion.{}", index % 97);
-                    stat(&mut event, &mut scratch, 4, STAT_HLO_OP, StatValue::Str(&text));
-                    stat(&mut event, &mut scratch, 4, STAT_HLO_MODULE, StatValue::Str("jit_train_step"));
+                    stat(&mut event, &mut scratch, 4, STAT_HLO_MODULE, StatValue::Ref(REF_HLO_MODULE));
                 }
                 stat(&mut event, &mut scratch, 4, STAT_CONTEXT, StatValue::Int(gpu + 1));
             }
@@ -202,7 +226,9 @@ fn plane_head(id: u64, name: &str, host: bool) -> Vec<u8> {
         bytes_field(&mut entry, 2, &value);
         bytes_field(&mut out, 4, &entry);
     }
-    for (id, name) in STAT_NAMES {
+    let strings = if host { Vec::new() } else { string_values(id - 1) };
+    let stat_names = STAT_NAMES.iter().map(|&(id, name)| (id, name.to_owned())).chain(strings);
+    for (id, name) in stat_names {
         value.clear();
         int_field(&mut value, 1, id);
         bytes_field(&mut value, 2, name.as_bytes());
