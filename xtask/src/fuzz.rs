@@ -16,8 +16,17 @@ use anyhow::{Context, bail};
 use crate::python::status;
 use crate::workspace_root;
 
-const TARGETS: &[&str] =
-    &["artifact_line", "artifact_whole", "kineto", "nsys", "xplane", "profile", "request", "share_model", "partial"];
+const TARGETS: &[&str] = &[
+    "artifact_line",
+    "artifact_whole",
+    "kineto",
+    "nsys",
+    "xplane",
+    "profile",
+    "request",
+    "share_model",
+    "partial",
+];
 
 pub(crate) fn run(args: &[String]) -> anyhow::Result<()> {
     let mut seconds: u64 = 60;
