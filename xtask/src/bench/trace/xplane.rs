@@ -307,14 +307,16 @@ fn write_space(path: &Path, per_gpu: u64) -> anyhow::Result<Generated> {
     Ok(Generated { bytes, events })
 }
 
-/// An XPlane file of about `target_bytes` and its activities per GPU: a
-/// small one measures the bytes per activity, then the real one is sized
-/// from it.
+/// An XPlane file of about `target_bytes` and its activities per GPU: two
+/// small ones measure the bytes per activity and the fixed part (the
+/// planes' metadata), then the real one is sized from them.
 pub(super) fn generate(path: &Path, target_bytes: u64) -> anyhow::Result<(Generated, u64)> {
     let probe_activities = 4096;
-    let probe = write_space(path, probe_activities)?;
-    let per_activity = probe.bytes.div_ceil(probe_activities * GPUS).max(1);
-    let per_gpu = (target_bytes / per_activity / GPUS).max(1);
+    let small = write_space(path, probe_activities)?;
+    let large = write_space(path, 2 * probe_activities)?;
+    let per_activity = (large.bytes - small.bytes).div_ceil(probe_activities * GPUS).max(1);
+    let fixed = small.bytes.saturating_sub(per_activity * probe_activities * GPUS);
+    let per_gpu = (target_bytes.saturating_sub(fixed) / per_activity / GPUS).max(1);
     Ok((write_space(path, per_gpu)?, per_gpu))
 }
 
