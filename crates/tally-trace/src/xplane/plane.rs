@@ -95,7 +95,14 @@ pub(crate) struct Plane {
     pub(crate) stats: FastHashMap<i64, StatMeta>,
     /// The plane's own stats.
     pub(crate) own: Vec<XStat>,
+    /// What the stats of metadata IDs `0..len` are, by ID: every event's
+    /// stats are looked up, and XLA numbers stat metadata from 1.
+    known_small: Vec<Option<Known>>,
 }
+
+/// The stat metadata IDs [`Plane::known_small`] covers at most: a byte an
+/// ID.
+const KNOWN_SMALL: i64 = 1 << 16;
 
 /// A stat's value as an integer (signed or unsigned).
 pub(crate) fn integer(stat: &XStat) -> Option<i128> {
@@ -114,7 +121,10 @@ impl Plane {
 
     /// What the stat of metadata `id` is, if known.
     pub(crate) fn known_id(&self, id: i64) -> Option<Known> {
-        self.stats.get(&id).and_then(|meta| meta.known)
+        match usize::try_from(id).ok().and_then(|index| self.known_small.get(index)) {
+            Some(&known) => known,
+            None => self.stats.get(&id).and_then(|meta| meta.known),
+        }
     }
 
     /// A stat's value as text: a string, or the name a `ref_value` points to.
@@ -151,6 +161,7 @@ impl Plane {
             events: FastHashMap::default(),
             stats: FastHashMap::default(),
             own: Vec::new(),
+            known_small: Vec::new(),
         };
         while wire.position() < stop {
             let key_offset = wire.position();
@@ -214,6 +225,15 @@ impl Plane {
                 }
                 _ => wire.skip(wire_type, stop)?,
             }
+        }
+        let below = plane.stats.keys().copied().filter(|&id| (0..KNOWN_SMALL).contains(&id)).max();
+        if let Some(largest) = below {
+            // Below KNOWN_SMALL, so within usize.
+            let mut known_small = vec![None; largest as usize + 1];
+            for (&id, meta) in plane.stats.iter().filter(|&(&id, _)| (0..=largest).contains(&id)) {
+                known_small[id as usize] = meta.known;
+            }
+            plane.known_small = known_small;
         }
         Ok(plane)
     }
