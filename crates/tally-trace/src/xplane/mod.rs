@@ -48,16 +48,15 @@
 //! call, 4 more per GPU row once a kernel is labelled, and each distinct
 //! label set once) and each plane's metadata; events read past (Python
 //! tracer, TraceMe, derived lines) cost nothing. Measured (`tally import
-//! --dry-run`, one core): a real JAX CPU profile of 44.7 MB, 12.6 MB peak
+//! --dry-run`, one core): a real JAX CPU profile of 44.7 MB, 12.4 MB peak
 //! RSS (8.7 MB of it the process at rest, 4 MiB the buffer); the bench's
-//! profile (`cargo xtask bench trace-xplane`: 101 MB, 575 thousand kernels
-//! and copies and their 575 thousand launches, 88 bytes an event in the
-//! file), 90 MB: the rows (64 MB, 56 bytes an event), the build's indices
-//! (11 MB, 20 bytes a kernel and its launch), the labels, the buffer and
-//! the process at rest. A fifth of the file is out
-//! of reach for a profile that dense while every row is held until the
-//! launches are linked; its Kineto twin (the same events as Kineto JSON,
-//! 330 MB) peaks at 89 MB.
+//! profile (`cargo xtask bench trace-xplane`: 104 MB, 1.33 million kernels
+//! and copies and their 1.33 million launches, 39 bytes an event in the
+//! file), 196 MB: the rows (149 MB, 56 bytes an event), the build's indices
+//! (27 MB, 20 bytes a kernel and its launch), the labels, the buffer and
+//! the process at rest. A fifth of the file is out of reach for a profile
+//! that dense while every row is held until the launches are linked; its
+//! Kineto twin (the same events as Kineto JSON, 766 MB) peaks at 191 MB.
 //!
 //! Every length is checked against its enclosing message and every count
 //! against a limit: a hostile file is refused with the byte offset and the
