@@ -40,12 +40,13 @@ border-bottom:1px solid var(--line)}.tally-report h3{font-size:1.05em;margin:1.1
 .tally-report .c-run-b{fill:var(--run-b);background:var(--run-b)}
 .tally-report .legend{display:flex;flex-wrap:wrap;gap:12px;font-size:.9em;margin:.2em 0 .5em}
 .tally-report .swatch{display:inline-block;width:.9em;height:.9em;border-radius:2px;vertical-align:-.1em;margin-right:4px}
+.tally-report .table-scroll{overflow-x:auto;max-width:100%}
 .tally-report table.tally-table{border-collapse:collapse;margin:.3em 0 .8em;font-size:.92em;width:100%}
 .tally-report table.tally-table caption{text-align:left;font-size:.9em;padding-bottom:2px}
 .tally-report table.tally-table th,.tally-report table.tally-table td{border-bottom:1px solid var(--line);
 padding:3px 8px;text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .tally-report table.tally-table th[scope=row]{white-space:normal}
-.tally-report table.tally-table th[scope=row]{text-align:left;font-weight:normal;word-break:break-all}
+.tally-report table.tally-table th[scope=row]{text-align:left;font-weight:normal;overflow-wrap:anywhere}
 .tally-report table.tally-table thead th{background:var(--head);text-align:right}
 .tally-report table.tally-table thead th:first-child{text-align:left}
 .tally-report table.sortable thead th{cursor:pointer;user-select:none}

@@ -107,7 +107,7 @@ impl Table {
         let class = if sortable { "tally-table sortable" } else { "tally-table" };
         let _ = write!(
             html,
-            "<table class=\"{class}\" data-table=\"{}\"><caption>{}</caption><thead><tr>",
+            "<div class=\"table-scroll\"><table class=\"{class}\" data-table=\"{}\"><caption>{}</caption><thead><tr>",
             escape(name),
             escape(caption)
         );
@@ -166,7 +166,7 @@ impl Table {
 
     /// The table's HTML.
     pub fn finish(mut self) -> String {
-        self.html.push_str("</tbody></table>");
+        self.html.push_str("</tbody></table></div>");
         self.html
     }
 }
