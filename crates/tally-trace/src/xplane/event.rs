@@ -213,6 +213,22 @@ mod tests {
         )
     }
 
+    /// What `bytes` read in place as, if anything, is what prost decodes
+    /// from them: prost must accept whatever reads in place.
+    fn reads_as_prost_or_not_at_all(bytes: &[u8]) -> Result<(), TestCaseError> {
+        if let Some(view) = EventRef::read(bytes) {
+            let decoded = XEvent::decode(bytes);
+            prop_assert!(decoded.is_ok(), "{:?}", decoded);
+            let decoded = decoded.unwrap();
+            let (id, data, duration, stats) = views(&decoded);
+            prop_assert_eq!(
+                (view.metadata_id, view.data.clone(), view.duration_ps, view.stats().to_vec()),
+                (id, data, duration, stats)
+            );
+        }
+        Ok(())
+    }
+
     fn value() -> impl Strategy<Value = Option<XStatValue>> {
         prop_oneof![
             Just(None),
@@ -260,16 +276,7 @@ mod tests {
         /// refuses never reads in place.
         #[test]
         fn never_reads_what_prost_refuses(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
-            if let Some(view) = EventRef::read(&bytes) {
-                let decoded = XEvent::decode(&bytes[..]);
-                prop_assert!(decoded.is_ok(), "{:?}", decoded);
-                let decoded = decoded.unwrap();
-                let (id, data, duration, stats) = views(&decoded);
-                prop_assert_eq!(
-                    (view.metadata_id, view.data.clone(), view.duration_ps, view.stats().to_vec()),
-                    (id, data, duration, stats)
-                );
-            }
+            reads_as_prost_or_not_at_all(&bytes)?;
         }
     }
 
@@ -287,16 +294,7 @@ mod tests {
                 let at = at.index(bytes.len());
                 bytes[at] = byte;
             }
-            if let Some(view) = EventRef::read(&bytes) {
-                let decoded = XEvent::decode(&bytes[..]);
-                prop_assert!(decoded.is_ok(), "{:?}", decoded);
-                let decoded = decoded.unwrap();
-                let (id, data, duration, stats) = views(&decoded);
-                prop_assert_eq!(
-                    (view.metadata_id, view.data.clone(), view.duration_ps, view.stats().to_vec()),
-                    (id, data, duration, stats)
-                );
-            }
+            reads_as_prost_or_not_at_all(&bytes)?;
         }
     }
 
