@@ -182,24 +182,14 @@ impl Plane {
                 (4, true) => {
                     wire.expect("XPlane", 4, wire_type, LEN, key_offset)?;
                     let end = wire.length(stop)?;
-                    if plane.events.len() as u64 >= MAX_ENTRIES {
-                        return fail(
-                            key_offset,
-                            XPlaneRule::TooMany { what: "XPlane.event_metadata", limit: MAX_ENTRIES },
-                        );
-                    }
+                    room(plane.events.len(), MAX_ENTRIES, "XPlane.event_metadata", key_offset)?;
                     let (key, meta) = event_entry(wire, end)?;
                     plane.events.insert(key, meta);
                 }
                 (5, true) => {
                     wire.expect("XPlane", 5, wire_type, LEN, key_offset)?;
                     let end = wire.length(stop)?;
-                    if plane.stats.len() as u64 >= MAX_ENTRIES {
-                        return fail(
-                            key_offset,
-                            XPlaneRule::TooMany { what: "XPlane.stat_metadata", limit: MAX_ENTRIES },
-                        );
-                    }
+                    room(plane.stats.len(), MAX_ENTRIES, "XPlane.stat_metadata", key_offset)?;
                     let entry: StatMetadataEntry = wire.message(end, "XPlane.stat_metadata entry")?;
                     let name = entry.value.map(|value| value.name).unwrap_or_default();
                     let known = Known::of(&name);
@@ -211,12 +201,7 @@ impl Plane {
                 (6, true) => {
                     wire.expect("XPlane", 6, wire_type, LEN, key_offset)?;
                     let end = wire.length(stop)?;
-                    if plane.own.len() as u64 >= MAX_STATS {
-                        return fail(
-                            key_offset,
-                            XPlaneRule::TooMany { what: "XPlane.stats", limit: MAX_STATS },
-                        );
-                    }
+                    room(plane.own.len(), MAX_STATS, "XPlane.stats", key_offset)?;
                     plane.own.push(wire.message(end, "XStat")?);
                 }
                 (3..=6, _) => {
@@ -237,6 +222,15 @@ impl Plane {
         }
         Ok(plane)
     }
+}
+
+/// Refuses one more entry where `len` have been read and `limit` is the
+/// most there may be, naming `what` and the entry's key offset.
+fn room(len: usize, limit: u64, what: &'static str, key_offset: u64) -> WireResult<()> {
+    if len as u64 >= limit {
+        return fail(key_offset, XPlaneRule::TooMany { what, limit });
+    }
+    Ok(())
 }
 
 /// One `event_metadata` map entry, walked rather than decoded: its
@@ -270,12 +264,7 @@ fn event_entry<R: Read + Seek>(wire: &mut Wire<R>, stop: u64) -> WireResult<(i64
                         5 => {
                             wire.expect("XEventMetadata", 5, wire_type, LEN, key_offset)?;
                             let stat_end = wire.length(end)?;
-                            if meta.stats.len() as u64 >= MAX_STATS {
-                                return fail(
-                                    key_offset,
-                                    XPlaneRule::TooMany { what: "XEventMetadata.stats", limit: MAX_STATS },
-                                );
-                            }
+                            room(meta.stats.len(), MAX_STATS, "XEventMetadata.stats", key_offset)?;
                             let mut stat: XStat = wire.message(stat_end, "XStat")?;
                             // Bytes are never read from an event's stats.
                             if let Some(XStatValue::BytesValue(bytes)) = &mut stat.value {
