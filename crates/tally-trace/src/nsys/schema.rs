@@ -38,21 +38,21 @@ const KNOWN_CUPTI_TABLES: [&str; 11] = [
     "CUPTI_ACTIVITY_KIND_SYNCHRONIZATION",
 ];
 
+/// The columns every GPU activity table (kernel, memcpy, memset, graph
+/// trace) starts with, then that table's own `$own` ones.
+macro_rules! gpu_activity_columns {
+    ($($own:literal),* $(,)?) => {
+        &["start", "end", "deviceId", "contextId", "greenContextId", "streamId", "correlationId", "globalPid", $($own),*]
+    };
+}
+
 /// The columns of the tables the reader reads, as schema 3.25.0 (and
 /// 3.24.0, for the graph-trace and GPU tables 3.25.0's test export lacks)
 /// has them.
 const KNOWN_COLUMNS: [(&str, &[&str]); 8] = [
     (
         "CUPTI_ACTIVITY_KIND_KERNEL",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "contextId",
-            "greenContextId",
-            "streamId",
-            "correlationId",
-            "globalPid",
+        gpu_activity_columns![
             "demangledName",
             "shortName",
             "mangledName",
@@ -89,15 +89,7 @@ const KNOWN_COLUMNS: [(&str, &[&str]); 8] = [
     ),
     (
         "CUPTI_ACTIVITY_KIND_MEMCPY",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "contextId",
-            "greenContextId",
-            "streamId",
-            "correlationId",
-            "globalPid",
+        gpu_activity_columns![
             "bytes",
             "copyKind",
             "deprecatedSrcId",
@@ -113,42 +105,12 @@ const KNOWN_COLUMNS: [(&str, &[&str]); 8] = [
             "copyCount",
         ],
     ),
-    (
-        "CUPTI_ACTIVITY_KIND_MEMSET",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "contextId",
-            "greenContextId",
-            "streamId",
-            "correlationId",
-            "globalPid",
-            "value",
-            "bytes",
-            "graphNodeId",
-            "memKind",
-        ],
-    ),
+    ("CUPTI_ACTIVITY_KIND_MEMSET", gpu_activity_columns!["value", "bytes", "graphNodeId", "memKind",]),
     (
         "CUPTI_ACTIVITY_KIND_RUNTIME",
         &["start", "end", "eventClass", "globalTid", "correlationId", "nameId", "returnValue", "callchainId"],
     ),
-    (
-        "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-        &[
-            "start",
-            "end",
-            "deviceId",
-            "contextId",
-            "greenContextId",
-            "streamId",
-            "correlationId",
-            "globalPid",
-            "graphId",
-            "graphExecId",
-        ],
-    ),
+    ("CUPTI_ACTIVITY_KIND_GRAPH_TRACE", gpu_activity_columns!["graphId", "graphExecId",]),
     (
         "NVTX_EVENTS",
         &[
