@@ -140,6 +140,21 @@ enum LineKind {
     Host,
 }
 
+impl LineKind {
+    /// `Some(is_copy)` when a GPU's `index`th event goes on this line: a
+    /// copy (every `COPY_EVERY`th) on the copy line, a kernel on its
+    /// stream's compute line, and every launch on the host line.
+    fn takes(self, index: u64) -> Option<bool> {
+        let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
+        let wanted = match self {
+            LineKind::Compute(line) => !is_copy && index % STREAMS == line,
+            LineKind::Copy => is_copy,
+            LineKind::Host => true,
+        };
+        wanted.then_some(is_copy)
+    }
+}
+
 /// The events of one line, each encoded into `event` and handed to `sink`.
 fn for_each_event(
     gpu: u64,
@@ -149,16 +164,9 @@ fn for_each_event(
 ) -> std::io::Result<()> {
     let (mut event, mut scratch, mut framed) = (Vec::with_capacity(256), Vec::with_capacity(128), Vec::new());
     for index in 0..per_gpu {
-        let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
-        let stream = index % STREAMS;
-        let wanted = match kind {
-            LineKind::Compute(line) => !is_copy && stream == line,
-            LineKind::Copy => is_copy,
-            LineKind::Host => true,
-        };
-        if !wanted {
+        let Some(is_copy) = kind.takes(index) else {
             continue;
-        }
+        };
         let correlation = index * GPUS + gpu + 1;
         let start_ps = (LEAD_NS + index * SPACING_NS) * 1000;
         event.clear();
@@ -365,16 +373,9 @@ pub(super) fn write_kineto_twin(path: &Path, per_gpu: u64) -> anyhow::Result<Gen
         let lines = (0..STREAMS).map(LineKind::Compute).chain([LineKind::Copy]);
         for kind in lines {
             for index in 0..per_gpu {
-                let is_copy = index % COPY_EVERY == COPY_EVERY - 1;
-                let stream = index % STREAMS;
-                let wanted = match kind {
-                    LineKind::Compute(line) => !is_copy && stream == line,
-                    LineKind::Copy => is_copy,
-                    LineKind::Host => false,
-                };
-                if !wanted {
+                let Some(is_copy) = kind.takes(index) else {
                     continue;
-                }
+                };
                 let correlation = index * GPUS + gpu + 1;
                 let start = LINE_TIMESTAMP_NS + LEAD_NS + index * SPACING_NS;
                 let duration = 1_000 + (index % 7) * 250;
@@ -391,7 +392,7 @@ pub(super) fn write_kineto_twin(path: &Path, per_gpu: u64) -> anyhow::Result<Gen
                         gpu + 1
                     )?;
                 } else {
-                    let stream_id = 7 + stream;
+                    let stream_id = 7 + index % STREAMS;
                     write!(
                         out,
                         "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"loop_fusion_kernel_{}\", \"pid\": {gpu}, \
