@@ -37,18 +37,19 @@ pub struct Args {
     #[arg(long)]
     pub detail: bool,
     #[command(flatten)]
-    pub trace: super::input::TraceArgs,
-    #[command(flatten)]
-    pub limits: super::output::LimitArgs,
-    #[command(flatten)]
-    pub partials: super::partial::PartialArgs,
+    pub input: super::partial::RunInputArgs,
 }
 
 /// Runs the command: exit 0 with the accounting, 1 when an artifact is
 /// rejected (`FILE: line N: reason` on stderr, nothing on stdout).
 pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
-    let run = match resolve_files(&args.files, &args.trace, &args.limits, &args.partials, Purpose::Accounting)
-    {
+    let run = match resolve_files(
+        &args.files,
+        &args.input.trace,
+        &args.input.limits,
+        &args.input.partials,
+        Purpose::Accounting,
+    ) {
         Ok(run) => run,
         Err(message) => {
             eprintln!("{message}");

@@ -89,11 +89,7 @@ pub struct RunArgs {
     #[arg(long = "category-pattern", value_name = "CATEGORY=GLOB")]
     pub category_patterns: Vec<String>,
     #[command(flatten)]
-    pub trace: super::input::TraceArgs,
-    #[command(flatten)]
-    pub limits: super::output::LimitArgs,
-    #[command(flatten)]
-    pub partials: super::partial::PartialArgs,
+    pub input: super::partial::RunInputArgs,
 }
 
 impl RunArgs {
@@ -123,12 +119,12 @@ pub(crate) fn read_run<T>(
     run: &RunArgs,
     measure: impl FnOnce(&StreamedRun) -> T,
 ) -> Result<T, String> {
-    let (trace, limits) = (&run.trace, &run.limits);
+    let (trace, limits) = (&run.input.trace, &run.input.limits);
     let mut trace = trace.clone();
     // The kernel table needs each kernel's own name.
     trace.per_kernel = true;
     // Names and launch correlations classify work and link launches.
-    let run = resolve_files(files, &trace, limits, &run.partials, Purpose::Breakdown)?;
+    let run = resolve_files(files, &trace, limits, &run.input.partials, Purpose::Breakdown)?;
     let result = measure(&run);
     // The process ends soon; the OS takes the memory back at once.
     std::mem::forget(run);

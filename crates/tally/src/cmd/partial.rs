@@ -50,6 +50,15 @@ pub struct Args {
     #[arg(short, long)]
     pub output: PathBuf,
     #[command(flatten)]
+    pub input: RunInputArgs,
+}
+
+/// How a command reads one run's files (artifacts, traces and partials):
+/// the input flags of `tally account`, `breakdown` (and so `diff` and
+/// `report`) and `tally partial`, in this order in their help.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RunInputArgs {
+    #[command(flatten)]
     pub trace: TraceArgs,
     #[command(flatten)]
     pub limits: LimitArgs,
@@ -87,7 +96,7 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
         eprintln!("tally: error: {message}");
         return Ok(ExitCode::FAILURE);
     }
-    let inputs = match tally_partial::open_run_inputs(&args.files, args.trace.input_format) {
+    let inputs = match tally_partial::open_run_inputs(&args.files, args.input.trace.input_format) {
         Ok(inputs) => inputs,
         Err(error) => {
             eprintln!("{}", partial_message(&error));
@@ -99,7 +108,14 @@ pub fn run(args: &Args) -> anyhow::Result<ExitCode> {
     let mut refused = None;
     let written = super::output::write_atomically(&args.output, |file| {
         let mut writer = PartialWriter::new(BufWriter::with_capacity(1 << 16, file))?;
-        let mixed = match read_run(inputs, &args.trace, &args.limits, &args.partials, true, &mut writer) {
+        let mixed = match read_run(
+            inputs,
+            &args.input.trace,
+            &args.input.limits,
+            &args.input.partials,
+            true,
+            &mut writer,
+        ) {
             Ok(mixed) => mixed,
             Err(message) => {
                 refused = Some(message);
