@@ -215,8 +215,7 @@ fn plane_head(id: u64, name: &str, host: bool) -> Vec<u8> {
     let mut out = Vec::new();
     int_field(&mut out, 1, id);
     bytes_field(&mut out, 2, name.as_bytes());
-    let mut entry = Vec::new();
-    let mut value = Vec::new();
+    let (mut entry, mut value) = (Vec::new(), Vec::new());
     let event_names: Vec<(u64, String)> = if host {
         vec![(1, "cuLaunchKernel".into()), (2, "cudaMemcpyAsync".into())]
     } else {
@@ -226,26 +225,34 @@ fn plane_head(id: u64, name: &str, host: bool) -> Vec<u8> {
             .collect()
     };
     for (id, name) in event_names {
-        value.clear();
-        int_field(&mut value, 1, id);
-        bytes_field(&mut value, 2, name.as_bytes());
-        entry.clear();
-        int_field(&mut entry, 1, id);
-        bytes_field(&mut entry, 2, &value);
-        bytes_field(&mut out, 4, &entry);
+        metadata_entry(&mut out, 4, id, &name, &mut entry, &mut value);
     }
     let strings = if host { Vec::new() } else { string_values(id - 1) };
     let stat_names = STAT_NAMES.iter().map(|&(id, name)| (id, name.to_owned())).chain(strings);
     for (id, name) in stat_names {
-        value.clear();
-        int_field(&mut value, 1, id);
-        bytes_field(&mut value, 2, name.as_bytes());
-        entry.clear();
-        int_field(&mut entry, 1, id);
-        bytes_field(&mut entry, 2, &value);
-        bytes_field(&mut out, 5, &entry);
+        metadata_entry(&mut out, 5, id, &name, &mut entry, &mut value);
     }
     out
+}
+
+/// One entry of a plane's `event_metadata` (`field` 4) or `stat_metadata`
+/// (5) map, `id` to metadata of that ID and `name`, appended to `out`;
+/// `entry` and `value` are scratch.
+fn metadata_entry(
+    out: &mut Vec<u8>,
+    field: u64,
+    id: u64,
+    name: &str,
+    entry: &mut Vec<u8>,
+    value: &mut Vec<u8>,
+) {
+    value.clear();
+    int_field(value, 1, id);
+    bytes_field(value, 2, name.as_bytes());
+    entry.clear();
+    int_field(entry, 1, id);
+    bytes_field(entry, 2, value);
+    bytes_field(out, field, entry);
 }
 
 /// A line's fields before its events.
