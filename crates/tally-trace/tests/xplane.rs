@@ -420,14 +420,9 @@ fn mutated_profiles_are_read_or_refused_never_a_panic() {
     let real = std::fs::read(fixture(REAL)).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("mutated.xplane.pb");
-    // xorshift64: the same mutations every run.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    // The same mutations every run.
+    let mut random = tally_utils::xorshift::XorShift64::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || random.next_u64();
     let (mut refused, mut read) = (0, 0);
     for round in 0..200 {
         let mut bytes = real.clone();

@@ -10,14 +10,8 @@ use std::time::Instant;
 
 fn main() {
     let count: usize = std::env::args().nth(1).and_then(|arg| arg.parse().ok()).unwrap_or(10_000_000);
-    // xorshift64: deterministic and dependency-free.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut random = tally_utils::xorshift::XorShift64::new(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || random.next_u64();
     // Kernels of up to 20 µs, started on average every 1 µs over a device
     // clock near 1.7e18 ns: heavy overlap, like a busy GPU's trace.
     let base = 1_700_000_000_000_000_000u64;

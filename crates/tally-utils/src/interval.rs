@@ -598,13 +598,8 @@ mod tests {
 
     #[test]
     fn large_inputs_take_the_radix_path_and_agree() {
-        let mut state = 0x1234_5678_9abc_def0u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut random = crate::xorshift::XorShift64::new(0x1234_5678_9abc_def0);
+        let mut next = || random.next_u64();
         let mut pairs: Vec<(u64, u64)> = (0..(RADIX_THRESHOLD * 3))
             .map(|_| {
                 let start = next() % 10_000_000;

@@ -19,6 +19,8 @@
 //! - [`intern`] and [`chunked`]: the string interner and the vector that
 //!   grows by whole chunks, of the streaming readers and resolvers.
 //! - [`sniff`]: an input's first bytes, and the one gzip detector.
+//! - [`xorshift`]: the deterministic pseudo-random numbers of generated
+//!   test and bench inputs.
 
 pub mod byte_search;
 pub mod chunked;
@@ -31,3 +33,4 @@ pub mod interval;
 pub mod json_eq;
 pub mod json_text;
 pub mod sniff;
+pub mod xorshift;
