@@ -425,6 +425,15 @@ def report_html(
 ) -> str:
     """The page ``tally report`` writes of a breakdown: the whole document, or the fragment a notebook shows."""
 
+class Breakdown(dict[str, Any]):
+    """The overlap breakdown of one run: a ``dict`` equal to the JSON ``tally breakdown --format json``
+    prints, shown in a notebook as ``tally report``'s page."""
+
+    def _repr_html_(self) -> str:
+        """The fragment of ``tally report``'s page a notebook shows."""
+    def report_html(self) -> str:
+        """The whole page ``tally report`` writes for this breakdown."""
+
 def trace_attachment_ids(paths: _Path | Iterable[_Path]) -> list[str]:
     """The attachment ID of each trace among the paths, in order."""
 
