@@ -46,8 +46,8 @@ fn make_breakdown_class<'py>(module: &Bound<'py, PyModule>) -> PyResult<Bound<'p
     let namespace = PyDict::new(py);
     namespace.set_item(
         "__doc__",
-        "The overlap breakdown of one run: a ``dict`` equal to the JSON ``tally breakdown --format json`` \
-         prints, shown in a notebook as ``tally report``'s page.",
+        "The overlap breakdown of one run: a ``dict`` equal to the JSON of ``tally breakdown``, shown in a \
+         notebook as ``tally report``'s page.",
     )?;
     namespace.set_item("__module__", "tally._report")?;
     namespace.set_item("__slots__", ("_timelines",))?;
